@@ -1,0 +1,620 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure planning logic: inventory settings in, every node's commands out.
+
+No Ansible and no I/O here, so that the rules can be unit tested and reused by
+the module, the playbooks and the tests alike.  ``make_plan`` either returns a
+plan or raises ``PlanError`` carrying *every* problem it found, each naming the
+inventory variable, the host and the numbers involved.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ipaddress
+import json
+import shlex
+
+from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import (
+    SERVE_OPTIONS,
+)
+
+ENGINES = {
+    "vllm-mindspore": ["vllm-mindspore", "serve"],
+    "vllm-ascend": ["vllm", "serve"],
+}
+LAUNCHERS = ("ray", "mp")
+MODEL_BACKENDS = ("MindFormers", "Native", "MindOne")
+
+# Options the planner computes; a user who sets them in ascend_serve_options is
+# told which inventory variable to use instead.
+OWNED_OPTIONS = {
+    "model": "ascend_model",
+    "model_tag": "ascend_model",
+    "served_model_name": "ascend_served_model_name",
+    "port": "ascend_api_port",
+    "api_key": "ascend_api_key (passed as VLLM_API_KEY, never on the command line)",
+    "tensor_parallel_size": "ascend_tensor_parallel_size",
+    "pipeline_parallel_size": "ascend_pipeline_parallel_size",
+    "data_parallel_size": "ascend_data_parallel_size",
+    "data_parallel_size_local": "ascend_data_parallel_size_local (per host)",
+    "data_parallel_start_rank": "ascend_data_parallel_start_rank (per host)",
+    "data_parallel_address": "ascend_node_ip of the head",
+    "data_parallel_rpc_port": "ascend_dp_rpc_port",
+    "data_parallel_backend": "ascend_launcher",
+    "distributed_executor_backend": "ascend_launcher",
+    "headless": "the ascend_head / ascend_workers groups",
+    "enable_expert_parallel": "ascend_enable_expert_parallel",
+    "additional_config": "ascend_additional_config",
+}
+
+# config.json keys that hold the number of routed experts, by model family.
+EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
+
+DEFAULTS = {
+    "launcher": "ray",
+    "served_model_name": None,
+    "tensor_parallel_size": 1,
+    "pipeline_parallel_size": 1,
+    "data_parallel_size": 1,
+    "enable_expert_parallel": False,
+    "expert_parallel_size": None,
+    "additional_config": {},
+    "serve_options": {},
+    "extra_env": {},
+    "api_port": 8000,
+    "ray_port": 6379,
+    "ray_dashboard_host": "127.0.0.1",
+    "dp_rpc_port": 29550,
+    "model_backend": "MindFormers",
+    "model_config": None,
+}
+NODE_DEFAULTS = {
+    "head": False,
+    "nic": None,
+    "npu_devices": None,
+    "npus_per_node": 8,
+    "data_parallel_size_local": None,
+    "data_parallel_start_rank": None,
+}
+
+
+class PlanError(Exception):
+    """The layout is invalid; ``errors`` lists every reason."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super(PlanError, self).__init__("\n".join(self.errors))
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _span(start, count):
+    return "rank %d" % start if count == 1 else "ranks %d-%d" % (start, start + count - 1)
+
+
+class _Checker:
+    """Collects errors instead of stopping at the first."""
+
+    def __init__(self):
+        self.errors = []
+
+    def fail(self, message, *args):
+        self.errors.append(message % args if args else message)
+
+    def positive(self, variable, value, host=None):
+        if not _is_int(value) or value < 1:
+            self.fail("%s%s must be a positive integer (found %r)", variable,
+                      " on host %s" % host if host else "", value)
+            return False
+        return True
+
+    def raise_if_any(self):
+        if self.errors:
+            raise PlanError(self.errors)
+
+
+def _with_defaults(settings, defaults):
+    merged = dict(defaults)
+    merged.update({k: v for k, v in settings.items() if v is not None})
+    return merged
+
+
+def _node_devices(node, check):
+    """The NPU ids a node may use: explicit, or 0..npus_per_node-1."""
+    devices = node["npu_devices"]
+    if devices is None:
+        if check.positive("ascend_npus_per_node", node["npus_per_node"], node["name"]):
+            return list(range(node["npus_per_node"])), "ascend_npus_per_node"
+        return [], "ascend_npus_per_node"
+    if not isinstance(devices, list) or not devices or not all(_is_int(d) and d >= 0 for d in devices):
+        check.fail("ascend_npu_devices on host %s must be a non-empty list of NPU ids >= 0 (found %r)",
+                   node["name"], devices)
+        return [], "ascend_npu_devices"
+    if len(set(devices)) != len(devices):
+        check.fail("ascend_npu_devices on host %s lists a device twice (found %r)", node["name"], devices)
+    return list(devices), "ascend_npu_devices"
+
+
+def _order_nodes(nodes, check):
+    heads = [n for n in nodes if n["head"]]
+    if len(heads) != 1:
+        check.fail("group ascend_head must hold exactly one host (found %d: %s)",
+                   len(heads), ", ".join(n["name"] for n in heads) or "none")
+    names = [n["name"] for n in nodes]
+    for name in sorted(set(n for n in names if names.count(n) > 1)):
+        check.fail("host %s appears twice in the node list", name)
+    return heads[:1] + [n for n in nodes if not n["head"]] if heads else list(nodes)
+
+
+def _check_node_ips(nodes, check):
+    seen = {}
+    for node in nodes:
+        ip = node["node_ip"]
+        try:
+            ipaddress.ip_address(ip)
+        except (ValueError, TypeError):
+            check.fail("ascend_node_ip on host %s must be an IP address (found %r; it defaults to "
+                       "ansible_host)", node["name"], ip)
+            continue
+        seen.setdefault(ip, []).append(node["name"])
+    for ip, hosts in sorted(seen.items()):
+        if len(hosts) > 1:
+            check.fail("ascend_node_ip %s is used by several hosts: %s", ip, ", ".join(hosts))
+
+
+def _local_dp(nodes, dp, check):
+    """DP ranks per node: explicit values kept, the rest split evenly, head first."""
+    explicit = {}
+    for node in nodes:
+        value = node["data_parallel_size_local"]
+        if value is None:
+            continue
+        if not _is_int(value) or value < 0:
+            check.fail("ascend_data_parallel_size_local on host %s must be an integer >= 0 (found %r)",
+                       node["name"], value)
+            value = 0
+        explicit[node["name"]] = value
+    free = [n["name"] for n in nodes if n["name"] not in explicit]
+    remaining = dp - sum(explicit.values())
+    local = dict(explicit)
+    if free:
+        share, extra = divmod(max(remaining, 0), len(free))
+        for index, name in enumerate(free):
+            local[name] = share + (1 if index < extra else 0)
+    total = sum(local.values())
+    if total != dp:
+        check.fail("ascend_data_parallel_size_local must sum to ascend_data_parallel_size %d over the "
+                   "cluster (found %s = %d)", dp,
+                   " + ".join("%s %d" % (n["name"], local[n["name"]]) for n in nodes), total)
+    return local
+
+
+def _start_ranks(nodes, local, launcher, dp, check):
+    """First DP rank of each node; under mp the ranges must tile 0..DP-1."""
+    ranks = {}
+    next_rank = 0
+    for node in nodes:
+        given = node["data_parallel_start_rank"]
+        if given is not None and launcher != "mp":
+            check.fail("ascend_data_parallel_start_rank on host %s has no effect under the %s launcher "
+                       "(only mp nodes take a start rank); remove it", node["name"], launcher)
+        if given is not None and (not _is_int(given) or given < 0):
+            check.fail("ascend_data_parallel_start_rank on host %s must be an integer >= 0 (found %r)",
+                       node["name"], given)
+            given = None
+        ranks[node["name"]] = next_rank if given is None else given
+        next_rank = ranks[node["name"]] + local[node["name"]]
+    if launcher != "mp":
+        return ranks
+    if nodes and ranks[nodes[0]["name"]] != 0:
+        check.fail("ascend_data_parallel_start_rank on head %s must be 0 (found %d)",
+                   nodes[0]["name"], ranks[nodes[0]["name"]])
+    balanced = sum(local.values()) == dp  # else the sum error already explains
+    owner = {}
+    for node in nodes:
+        name = node["name"]
+        for rank in range(ranks[name], ranks[name] + local[name]):
+            if rank in owner:
+                check.fail("start-rank overlap: host %s (%s) and host %s both claim DP rank %d",
+                           name, _span(ranks[name], local[name]), owner[rank], rank)
+                break
+            if rank >= dp and balanced:
+                check.fail("host %s claims DP rank %d (%s) but ascend_data_parallel_size is %d",
+                           name, rank, _span(ranks[name], local[name]), dp)
+                break
+            owner[rank] = name
+    missing = [str(rank) for rank in range(dp) if rank not in owner]
+    if missing and balanced:
+        check.fail("DP ranks owned by no node: %s; check ascend_data_parallel_start_rank", ", ".join(missing))
+    return ranks
+
+
+def _render_option(name, value, where, check):
+    """argv elements for one ascend_serve_options entry (no shell involved)."""
+    spec = SERVE_OPTIONS.get(name)
+    flag = "--" + name.replace("_", "-")
+    if value is None:
+        return []
+    kind = spec["kind"]
+    if kind in ("flag", "bool_optional"):
+        if not isinstance(value, bool):
+            check.fail("ascend_serve_options.%s is a switch: set true or false (found %r)", name, value)
+            return []
+        if value:
+            return [flag]
+        return ["--no-" + name.replace("_", "-")] if kind == "bool_optional" else []
+    if isinstance(value, bool):
+        check.fail("ascend_serve_options.%s takes a value, not %r (%s)", name, value, where)
+        return []
+    values = value if isinstance(value, list) else [value]
+    if kind != "multi" and len(values) != 1:
+        check.fail("ascend_serve_options.%s takes one value (found %r)", name, value)
+        return []
+    rendered = []
+    for item in values:
+        text = json.dumps(item, sort_keys=True) if isinstance(item, (dict, list)) else str(item)
+        if "choices" in spec and text not in spec["choices"]:
+            check.fail("ascend_serve_options.%s must be one of %s (found %r)",
+                       name, ", ".join(spec["choices"]), item)
+        if spec.get("type") in ("int", "float") and not _is_number_text(text, spec["type"]):
+            check.fail("ascend_serve_options.%s must be a%s %s (found %r)",
+                       name, "n" if spec["type"] == "int" else "", spec["type"], item)
+        rendered.append(text)
+    # "--flag=value" keeps a value that starts with "-" from reading as a flag.
+    if len(rendered) == 1 and rendered[0].startswith("-"):
+        return ["%s=%s" % (flag, rendered[0])]
+    return [flag] + rendered
+
+
+def _is_number_text(text, type_name):
+    try:
+        (int if type_name == "int" else float)(text)
+    except ValueError:
+        # vLLM's human readable ints accept 1k / 2M / 1Gi style values too.
+        return type_name == "int" and text[:-1].replace(".", "", 1).isdigit() and text[-1:].lower() in "kmgt"
+    return True
+
+
+def _user_options(options, check):
+    normalised = {}
+    for key in sorted(options):
+        name = str(key).lstrip("-").replace("-", "_")
+        if name in OWNED_OPTIONS:
+            check.fail("ascend_serve_options.%s is set by the planner; use %s instead", key, OWNED_OPTIONS[name])
+        elif name not in SERVE_OPTIONS:
+            check.fail("ascend_serve_options.%s is not an option of `vllm serve` (vLLM %s); "
+                       "abbreviations are not accepted", key, _vllm_version())
+        elif name in normalised:
+            check.fail("ascend_serve_options sets %s twice (as %s)", name, key)
+        else:
+            normalised[name] = options[key]
+    rendered = []
+    for name in sorted(normalised):
+        rendered.extend(_render_option(name, normalised[name], "ascend_serve_options", check))
+    return rendered
+
+
+def _vllm_version():
+    from ansible_collections.ascend.inference.plugins.module_utils import vllm_serve_options
+
+    return vllm_serve_options.VLLM_VERSION
+
+
+def _expert_parallel(settings, tp, dp, check):
+    """EP size (or None when off) and the additional-config it needs."""
+    enabled = settings["enable_expert_parallel"]
+    size = settings["expert_parallel_size"]
+    user_config = settings["additional_config"]
+    if not isinstance(user_config, dict):
+        check.fail("ascend_additional_config must be a mapping (found %r)", user_config)
+        user_config = {}
+    if "expert_parallel" in user_config:
+        check.fail("ascend_additional_config.expert_parallel is set by the planner; "
+                   "use ascend_expert_parallel_size instead")
+    config = {k: v for k, v in user_config.items() if k != "expert_parallel"}
+    if size is not None and not check.positive("ascend_expert_parallel_size", size):
+        return None, config
+    if not enabled:
+        if size is not None:
+            check.fail("ascend_expert_parallel_size %d has no effect while ascend_enable_expert_parallel "
+                       "is false; enable expert parallelism or remove the size", size)
+        return None, config
+    if size is None:
+        return tp * dp, config
+    if settings["engine"] != "vllm-mindspore":
+        check.fail("ascend_expert_parallel_size is read by vllm-mindspore only; with %s the EP size is "
+                   "TP x DP = %d: remove ascend_expert_parallel_size", settings["engine"], tp * dp)
+        return tp * dp, config
+    if size > tp * dp:
+        check.fail("ascend_expert_parallel_size %d is larger than TP x DP = %d x %d = %d",
+                   size, tp, dp, tp * dp)
+    config["expert_parallel"] = size
+    return size, config
+
+
+def _model_checks(model_config, tp, pp, ep, check, warnings):
+    """Compare the parallel sizes with the model's own dimensions."""
+    if not isinstance(model_config, dict):
+        return
+    text = model_config.get("text_config")
+    cfg = dict(text, **{k: v for k, v in model_config.items() if k not in text}) if isinstance(text, dict) \
+        else model_config
+    heads = cfg.get("num_attention_heads")
+    if _is_int(heads) and heads % tp:
+        check.fail("ascend_tensor_parallel_size %d does not divide the model's %d attention heads "
+                   "(num_attention_heads in config.json)", tp, heads)
+    kv_heads = cfg.get("num_key_value_heads")
+    if _is_int(kv_heads) and kv_heads > 0 and kv_heads % tp and tp % kv_heads:
+        check.fail("ascend_tensor_parallel_size %d and the model's %d KV heads (num_key_value_heads) "
+                   "must divide one another", tp, kv_heads)
+    layers = cfg.get("num_hidden_layers")
+    if _is_int(layers) and pp > layers:
+        check.fail("ascend_pipeline_parallel_size %d is larger than the model's %d layers "
+                   "(num_hidden_layers in config.json)", pp, layers)
+    if ep is None:
+        return
+    experts = next((cfg[k] for k in EXPERT_COUNT_KEYS if _is_int(cfg.get(k))), None)
+    if experts is None:
+        check.fail("ascend_enable_expert_parallel is true but config.json names no routed experts "
+                   "(none of %s): the model is not a MoE model", ", ".join(EXPERT_COUNT_KEYS))
+    elif ep > experts:
+        check.fail("the expert-parallel size %d is larger than the model's %d routed experts", ep, experts)
+    elif experts % ep:
+        warnings.append("the model's %d routed experts do not split evenly over EP %d; some NPUs hold "
+                        "one expert more than others" % (experts, ep))
+
+
+def _env(settings, node, multi_node, devices):
+    """The node's environment, exactly the variables the seeds export."""
+    engine, launcher, nic = settings["engine"], settings["launcher"], node["nic"]
+    env = {"ASCEND_RT_VISIBLE_DEVICES": ",".join(str(d) for d in devices)}
+    if engine == "vllm-mindspore":
+        env.update({
+            "MS_ENABLE_LCCL": "off",
+            "HCCL_OP_EXPANSION_MODE": "AIV",
+            "MS_ALLOC_CONF": "enable_vmm:true",
+            "VLLM_MS_MODEL_BACKEND": settings["model_backend"],
+        })
+        if launcher == "ray":
+            env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"
+    if engine == "vllm-ascend":
+        if launcher == "ray":
+            env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
+        if multi_node:
+            env["HCCL_IF_IP"] = node["node_ip"]
+            if launcher == "mp":
+                env.update({"OMP_PROC_BIND": "false", "HCCL_BUFFSIZE": "1024"})
+    # Cross-node traffic (gloo, HCCL, TP) must leave through the cluster NIC;
+    # only the node can tell its name, so an undetected NIC stays None.
+    if multi_node or launcher == "ray":
+        for name in ("GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+            env[name] = nic
+    extra = settings["extra_env"]
+    env.update({str(k): (None if v is None else str(v)) for k, v in extra.items()})
+    return env
+
+
+def _ray_start_argv(settings, node, head):
+    common = ["--node-ip-address=%s" % node["node_ip"], "--disable-usage-stats", "--block"]
+    if node is head:
+        return ["ray", "start", "--head", "--port=%d" % settings["ray_port"],
+                "--dashboard-host=%s" % settings["ray_dashboard_host"]] + common
+    return ["ray", "start", "--address=%s:%d" % (head["node_ip"], settings["ray_port"])] + common
+
+
+def _check_capacity(settings, nodes, devices, local, world, check):
+    tp, pp, dp = (settings[k] for k in ("tensor_parallel_size", "pipeline_parallel_size",
+                                        "data_parallel_size"))
+    total = sum(len(devices[n["name"]]) for n in nodes)
+    if tp * pp * dp > total:
+        check.fail("TP %d x PP %d x DP %d = %d NPUs is more than the cluster's %d NPUs (%s)",
+                   tp, pp, dp, tp * pp * dp, total,
+                   ", ".join("%s %d" % (n["name"], len(devices[n["name"]])) for n in nodes))
+        return
+    largest = max(len(devices[n["name"]]) for n in nodes)
+    if settings["launcher"] == "mp":
+        if world > largest:
+            check.fail("TP %d x PP %d = %d NPUs does not fit on one node (largest has %d); cross-node "
+                       "model parallelism needs ascend_launcher: ray", tp, pp, world, largest)
+            return
+        for node in nodes:
+            name = node["name"]
+            if local[name] == 0:
+                check.fail("host %s has ascend_data_parallel_size_local 0 under the mp launcher; every mp "
+                           "node runs at least one DP rank: raise ascend_data_parallel_size or drop the host",
+                           name)
+            elif local[name] * world > len(devices[name]):
+                check.fail("host %s: ascend_data_parallel_size_local %d x TP %d x PP %d = %d NPUs but the "
+                           "node has %d (ascend_npu_devices)", name, local[name], tp, pp,
+                           local[name] * world, len(devices[name]))
+    elif dp > 1:
+        # Ray places each DP rank's TP x PP bundles on a single node.
+        head = nodes[0]["name"]
+        if world > largest:
+            check.fail("with ascend_data_parallel_size %d under Ray each DP rank's TP %d x PP %d = %d NPUs "
+                       "must fit on one node (largest has %d)", dp, tp, pp, world, largest)
+        elif local[head] * world > len(devices[head]):
+            check.fail("head %s: ascend_data_parallel_size_local %d x TP %d x PP %d = %d NPUs but the head "
+                       "has %d", head, local[head], tp, pp, local[head] * world, len(devices[head]))
+        elif sum(len(devices[n["name"]]) // world for n in nodes) < dp:
+            check.fail("the nodes can hold only %d DP ranks of TP %d x PP %d NPUs each, not "
+                       "ascend_data_parallel_size %d", sum(len(devices[n["name"]]) // world for n in nodes),
+                       tp, pp, dp)
+
+
+def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared):
+    """The node's serve command, or None when the node serves nothing."""
+    launcher, dp = settings["launcher"], settings["data_parallel_size"]
+    if launcher == "ray" and node is not head:
+        return None
+    name = node["name"]
+    argv = list(ENGINES[settings["engine"]]) + [settings["model"]]
+    if node is not head:
+        argv.append("--headless")
+    argv += ["--tensor-parallel-size", str(settings["tensor_parallel_size"])]
+    if settings["pipeline_parallel_size"] > 1:
+        argv += ["--pipeline-parallel-size", str(settings["pipeline_parallel_size"])]
+    if launcher == "ray" and world > len(devices[head["name"]]):
+        argv += ["--distributed-executor-backend", "ray"]
+    if dp > 1:
+        argv += ["--data-parallel-size", str(dp)]
+        if multi_node:
+            argv += ["--data-parallel-size-local", str(local[name])]
+        if launcher == "ray":
+            argv += ["--data-parallel-backend", "ray"]
+        elif multi_node:
+            # The head owns rank 0 implicitly: an explicit start rank on a
+            # non-headless node switches vLLM to hybrid load balancing.
+            if node is not head:
+                argv += ["--data-parallel-start-rank", str(ranks[name])]
+            argv += ["--data-parallel-address", head["node_ip"],
+                     "--data-parallel-rpc-port", str(settings["dp_rpc_port"])]
+    if node is head:
+        argv += ["--port", str(settings["api_port"])]
+    return argv + shared
+
+
+def _check_settings(settings, check):
+    if settings["engine"] not in ENGINES:
+        check.fail("ascend_engine must be one of %s (found %r)", ", ".join(sorted(ENGINES)), settings["engine"])
+    if settings["launcher"] not in LAUNCHERS:
+        check.fail("ascend_launcher must be one of %s (found %r)", ", ".join(LAUNCHERS), settings["launcher"])
+    if str(settings["model_backend"]).lower() not in [b.lower() for b in MODEL_BACKENDS]:
+        check.fail("ascend_model_backend must be one of %s, any case (found %r)",
+                   ", ".join(MODEL_BACKENDS), settings["model_backend"])
+    if not isinstance(settings.get("model"), str) or not settings["model"].strip():
+        check.fail("ascend_model is required: the model path or tag passed to serve (found %r)",
+                   settings.get("model"))
+    sizes_ok = all([check.positive("ascend_tensor_parallel_size", settings["tensor_parallel_size"]),
+                    check.positive("ascend_pipeline_parallel_size", settings["pipeline_parallel_size"]),
+                    check.positive("ascend_data_parallel_size", settings["data_parallel_size"])])
+    for variable, key in (("ascend_api_port", "api_port"), ("ascend_ray_port", "ray_port"),
+                          ("ascend_dp_rpc_port", "dp_rpc_port")):
+        port = settings[key]
+        if not _is_int(port) or not 0 < port < 65536:
+            check.fail("%s must be a TCP port 1-65535 (found %r)", variable, port)
+    ports = [(settings["api_port"], "ascend_api_port"), (settings["dp_rpc_port"], "ascend_dp_rpc_port")]
+    if settings["launcher"] == "ray":
+        ports.append((settings["ray_port"], "ascend_ray_port"))
+    seen = {}
+    for port, variable in ports:
+        if port in seen:
+            check.fail("%s and %s are both %r: each service needs its own port", seen[port], variable, port)
+        seen[port] = variable
+    if not isinstance(settings["serve_options"], dict):
+        check.fail("ascend_serve_options must be a mapping (found %r)", settings["serve_options"])
+        settings["serve_options"] = {}
+    if not isinstance(settings["extra_env"], dict):
+        check.fail("ascend_extra_env must be a mapping (found %r)", settings["extra_env"])
+        settings["extra_env"] = {}
+    return sizes_ok
+
+
+def _additional_config_warnings(config, tp, dp, warnings):
+    for key, value in (("model_parallel", tp), ("data_parallel", dp)):
+        if key in config:
+            note = "" if config[key] == value else "; it says %r while the planner uses %d" % (config[key], value)
+            warnings.append("ascend_additional_config.%s is not read by vllm-mindspore (TP and DP come from "
+                            "the flags)%s" % (key, note))
+
+
+def make_plan(settings, nodes):
+    """Plan a cluster.
+
+    ``settings``: the cluster's options (keys of ``DEFAULTS`` plus ``engine``
+    and ``model``).  ``nodes``: dicts with ``name``, ``node_ip`` and the keys
+    of ``NODE_DEFAULTS``.  Returns ``{"cluster": ..., "nodes": {name: ...},
+    "warnings": [...]}`` or raises ``PlanError``.
+    """
+    settings = _with_defaults(settings, DEFAULTS)
+    nodes = [_with_defaults(n, NODE_DEFAULTS) for n in nodes]
+    check = _Checker()
+    warnings = []
+    sizes_ok = _check_settings(settings, check)
+    if not nodes:
+        check.fail("group ascend_cluster has no hosts")
+        check.raise_if_any()
+
+    nodes = _order_nodes(nodes, check)
+    _check_node_ips(nodes, check)
+    devices, device_source = {}, {}
+    for node in nodes:
+        devices[node["name"]], device_source[node["name"]] = _node_devices(node, check)
+    shared = _user_options(settings["serve_options"], check)
+    if not sizes_ok:
+        check.raise_if_any()
+    tp, pp, dp = (settings[k] for k in ("tensor_parallel_size", "pipeline_parallel_size",
+                                        "data_parallel_size"))
+    world = tp * pp
+    ep_size, additional_config = _expert_parallel(settings, tp, dp, check)
+    _additional_config_warnings(additional_config, tp, dp, warnings)
+    local = _local_dp(nodes, dp, check)
+    ranks = _start_ranks(nodes, local, settings["launcher"], dp, check)
+    if all(devices.values()) and settings["launcher"] in LAUNCHERS:
+        _check_capacity(settings, nodes, devices, local, world, check)
+    _model_checks(settings["model_config"], tp, pp, ep_size, check, warnings)
+    check.raise_if_any()
+
+    head = nodes[0]
+    multi_node = len(nodes) > 1
+    if settings["served_model_name"]:
+        shared = ["--served-model-name", str(settings["served_model_name"])] + shared
+    if ep_size is not None:
+        shared = ["--enable-expert-parallel"] + shared
+    if additional_config:
+        shared = ["--additional-config", json.dumps(additional_config, sort_keys=True)] + shared
+
+    planned = {}
+    for node in nodes:
+        name = node["name"]
+        serve = _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared)
+        ray = _ray_start_argv(settings, node, head) if settings["launcher"] == "ray" else None
+        env = _env(settings, node, multi_node, devices[name])
+        planned[name] = {
+            "role": "head" if node is head else "worker",
+            "node_ip": node["node_ip"],
+            "nic": node["nic"],
+            "serve_argv": serve,
+            "serve_command": shlex.join(serve) if serve else None,
+            "serves_api": node is head,
+            "ray_start_argv": ray,
+            "ray_start_command": shlex.join(ray) if ray else None,
+            "env": env,
+            "unresolved_env": sorted(k for k, v in env.items() if v is None),
+            "visible_devices": devices[name],
+            "devices_from": device_source[name],
+            "data_parallel_size_local": local[name],
+            "data_parallel_start_rank": ranks[name] if settings["launcher"] == "mp" and dp > 1 else None,
+        }
+    assumed = [n["name"] for n in nodes if device_source[n["name"]] == "ascend_npus_per_node"]
+    if assumed:
+        warnings.append("NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: %s"
+                        % ", ".join(assumed))
+    ray_launcher = settings["launcher"] == "ray"
+    return {
+        "cluster": {
+            "engine": settings["engine"],
+            "launcher": settings["launcher"],
+            "model": settings["model"],
+            "served_model_name": settings["served_model_name"] or settings["model"],
+            "head": head["name"],
+            "node_order": [n["name"] for n in nodes],
+            "tensor_parallel_size": tp,
+            "pipeline_parallel_size": pp,
+            "data_parallel_size": dp,
+            "world_size": world,
+            "npus_required": world * dp,
+            "expert_parallel_size": ep_size,
+            "additional_config": additional_config,
+            "api_port": settings["api_port"],
+            "ray_nodes_expected": len(nodes) if ray_launcher else None,
+            "ray_npus_expected": sum(len(devices[n["name"]]) for n in nodes) if ray_launcher else None,
+        },
+        "nodes": planned,
+        "warnings": warnings,
+    }

@@ -1,0 +1,346 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: parallel_plan
+short_description: Compute every node's vLLM serve flags, Ray command and environment
+version_added: 0.1.0
+description:
+  - Turns the cluster's parallel settings (TP, PP, DP, EP) and its node list into,
+    for every node, the exact C(serve) argv (C(vllm-mindspore serve) or C(vllm serve)),
+    the C(ray start) argv, the environment variables and the visible NPU devices.
+  - Validates the layout first and fails with every problem found at once, each
+    naming the inventory variable, the host and the numbers involved.
+  - Pure computation; it changes nothing, so it runs the same in check mode.
+  - When the model's C(config.json) is readable where the module runs, the sizes are
+    also checked against the model's attention heads, KV heads, layers and routed experts.
+author:
+  - ascend.inference contributors (@ascend-inference)
+attributes:
+  check_mode:
+    description: Computes the same plan in check mode; the module never changes anything.
+    support: full
+  diff_mode:
+    description: There is nothing to diff; the module changes nothing.
+    support: none
+options:
+  engine:
+    description: The inference engine; selects the program and the environment.
+    type: str
+    required: true
+    choices: [vllm-ascend, vllm-mindspore]
+  model:
+    description: Model path or tag, the positional argument of C(serve).
+    type: str
+    required: true
+  served_model_name:
+    description: Name clients use in requests (C(--served-model-name)); defaults to O(model).
+    type: str
+  launcher:
+    description:
+      - V(ray) forms a Ray cluster and runs C(serve) on the head only.
+      - V(mp) runs C(serve) on every node (headless on workers) and needs no Ray.
+    type: str
+    default: ray
+    choices: [ray, mp]
+  tensor_parallel_size:
+    description: TP size (C(--tensor-parallel-size)).
+    type: int
+    default: 1
+  pipeline_parallel_size:
+    description: PP size (C(--pipeline-parallel-size)).
+    type: int
+    default: 1
+  data_parallel_size:
+    description: DP size (C(--data-parallel-size)).
+    type: int
+    default: 1
+  enable_expert_parallel:
+    description: Pass C(--enable-expert-parallel).
+    type: bool
+    default: false
+  expert_parallel_size:
+    description:
+      - EP size for vllm-mindspore, written as C(expert_parallel) into C(--additional-config).
+      - Unset means TP x DP. Only valid with O(enable_expert_parallel).
+    type: int
+  additional_config:
+    description: Merged with what the planner computes into one C(--additional-config) JSON argument.
+    type: dict
+    default: {}
+  serve_options:
+    description:
+      - Further C(serve) options in vLLM's own names (for example C(max_num_seqs), C(trust_remote_code)).
+      - V(true) gives a bare flag, V(false) omits it (or gives C(--no-<name>) where vLLM has one),
+        a list gives several values, a dict one JSON argument.
+      - Names vLLM does not know, and options the planner sets itself, are refused.
+    type: dict
+    default: {}
+  extra_env:
+    description: Environment variables added to (and overriding) every node's computed environment.
+    type: dict
+    default: {}
+  model_backend:
+    description: C(VLLM_MS_MODEL_BACKEND) for vllm-mindspore, V(MindFormers), V(Native) or V(MindOne) in any case.
+    type: str
+    default: MindFormers
+  api_port:
+    description: Port of the OpenAI API server (C(--port)) on the head.
+    type: int
+    default: 8000
+  ray_port:
+    description: Port of the Ray head (GCS).
+    type: int
+    default: 6379
+  ray_dashboard_host:
+    description: Address the Ray dashboard binds to on the head.
+    type: str
+    default: 127.0.0.1
+  dp_rpc_port:
+    description: C(--data-parallel-rpc-port) under the mp launcher.
+    type: int
+    default: 29550
+  model_config:
+    description: The model's parsed C(config.json), for the model-shape checks.
+    type: dict
+  model_config_path:
+    description:
+      - Path of the model's C(config.json), or of a directory holding it, where the module runs.
+      - When neither this nor O(model_config) is given and O(model) is a local directory with
+        a C(config.json), that file is read.
+    type: path
+  nodes:
+    description: The cluster's nodes, head included, in inventory order.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: Inventory hostname.
+        type: str
+        required: true
+      head:
+        description: Whether the node is the head (exactly one must be).
+        type: bool
+        default: false
+      node_ip:
+        description: The node's cluster IP address.
+        type: str
+        required: true
+      nic:
+        description: The NIC carrying O(nodes[].node_ip); unset leaves the socket variables unresolved.
+        type: str
+      npu_devices:
+        description: NPU ids the node may use.
+        type: list
+        elements: int
+      npus_per_node:
+        description: Gives devices 0..N-1 when O(nodes[].npu_devices) is unset.
+        type: int
+        default: 8
+      data_parallel_size_local:
+        description: DP ranks on this node; unset nodes share the rest evenly, head first.
+        type: int
+      data_parallel_start_rank:
+        description: First DP rank of this node (mp launcher); defaults to the sum of the earlier nodes' ranks.
+        type: int
+"""
+
+EXAMPLES = r"""
+- name: Plan a two-node DP 4 deployment under Ray
+  ascend.inference.parallel_plan:
+    engine: vllm-mindspore
+    model: /models/Qwen2.5-7B
+    launcher: ray
+    data_parallel_size: 4
+    serve_options:
+      trust_remote_code: true
+    nodes:
+      - {name: node1, head: true, node_ip: 192.0.2.11, nic: enp189s0f0, npus_per_node: 2}
+      - {name: node2, node_ip: 192.0.2.12, nic: enp189s0f0, npus_per_node: 2}
+  register: plan
+
+- name: Show the head's command line
+  ansible.builtin.debug:
+    msg: "{{ plan.nodes.node1.serve_command }}"
+"""
+
+RETURN = r"""
+cluster:
+  description: Cluster-wide results.
+  returned: success
+  type: dict
+  contains:
+    head:
+      description: The head's inventory name.
+      type: str
+      returned: success
+    node_order:
+      description: Nodes in rank order, head first.
+      type: list
+      elements: str
+      returned: success
+    world_size:
+      description: TP x PP, the NPUs one model replica uses.
+      type: int
+      returned: success
+    npus_required:
+      description: TP x PP x DP.
+      type: int
+      returned: success
+    expert_parallel_size:
+      description: EP size, or null when EP is off.
+      type: int
+      returned: success
+    additional_config:
+      description: The merged C(--additional-config) object.
+      type: dict
+      returned: success
+    ray_nodes_expected:
+      description: Alive Ray nodes to wait for, null under the mp launcher.
+      type: int
+      returned: success
+    ray_npus_expected:
+      description: Total NPU count Ray must report, null under the mp launcher.
+      type: int
+      returned: success
+    served_model_name:
+      description: The name requests must use.
+      type: str
+      returned: success
+  sample:
+    head: node1
+    node_order: [node1, node2]
+    world_size: 1
+    npus_required: 4
+    expert_parallel_size: null
+    ray_nodes_expected: 2
+    ray_npus_expected: 4
+nodes:
+  description: Per-node results, keyed by inventory name.
+  returned: success
+  type: dict
+  sample:
+    node1:
+      role: head
+      serve_argv: [vllm-mindspore, serve, /models/Qwen2.5-7B, --tensor-parallel-size, "1",
+                   --data-parallel-size, "4", --data-parallel-size-local, "2",
+                   --data-parallel-backend, ray, --port, "8000", --trust-remote-code]
+      serve_command: vllm-mindspore serve /models/Qwen2.5-7B --tensor-parallel-size 1 ...
+      ray_start_argv: [ray, start, --head, --port=6379, --dashboard-host=127.0.0.1,
+                       --node-ip-address=192.0.2.11, --disable-usage-stats, --block]
+      env: {ASCEND_RT_VISIBLE_DEVICES: "0,1", MS_ENABLE_LCCL: "off", GLOO_SOCKET_IFNAME: enp189s0f0}
+      unresolved_env: []
+      visible_devices: [0, 1]
+      data_parallel_size_local: 2
+      data_parallel_start_rank: null
+plan_warnings:
+  description: Warnings about the layout (also shown as Ansible warnings).
+  returned: success
+  type: list
+  elements: str
+  sample: ["NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: node1, node2"]
+model_checks:
+  description: Whether the model-shape checks ran, and on which file.
+  returned: success
+  type: str
+  sample: "checked /models/Qwen2.5-7B/config.json"
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ascend.inference.plugins.module_utils.planner import (
+    DEFAULTS,
+    ENGINES,
+    LAUNCHERS,
+    NODE_DEFAULTS,
+    PlanError,
+    make_plan,
+)
+
+NODE_SPEC = dict(
+    name=dict(type="str", required=True),
+    head=dict(type="bool", default=NODE_DEFAULTS["head"]),
+    node_ip=dict(type="str", required=True),
+    nic=dict(type="str"),
+    npu_devices=dict(type="list", elements="int"),
+    npus_per_node=dict(type="int", default=NODE_DEFAULTS["npus_per_node"]),
+    data_parallel_size_local=dict(type="int"),
+    data_parallel_start_rank=dict(type="int"),
+)
+
+# Defaults come from the planner so that the module and the logic cannot drift.
+ARGUMENT_SPEC = dict(
+    engine=dict(type="str", required=True, choices=sorted(ENGINES)),
+    model=dict(type="str", required=True),
+    served_model_name=dict(type="str"),
+    launcher=dict(type="str", default=DEFAULTS["launcher"], choices=list(LAUNCHERS)),
+    tensor_parallel_size=dict(type="int", default=DEFAULTS["tensor_parallel_size"]),
+    pipeline_parallel_size=dict(type="int", default=DEFAULTS["pipeline_parallel_size"]),
+    data_parallel_size=dict(type="int", default=DEFAULTS["data_parallel_size"]),
+    enable_expert_parallel=dict(type="bool", default=DEFAULTS["enable_expert_parallel"]),
+    expert_parallel_size=dict(type="int"),
+    additional_config=dict(type="dict", default={}),
+    serve_options=dict(type="dict", default={}),
+    extra_env=dict(type="dict", default={}),
+    model_backend=dict(type="str", default=DEFAULTS["model_backend"]),
+    api_port=dict(type="int", default=DEFAULTS["api_port"]),
+    ray_port=dict(type="int", default=DEFAULTS["ray_port"]),
+    ray_dashboard_host=dict(type="str", default=DEFAULTS["ray_dashboard_host"]),
+    dp_rpc_port=dict(type="int", default=DEFAULTS["dp_rpc_port"]),
+    model_config=dict(type="dict"),
+    model_config_path=dict(type="path"),
+    nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
+)
+
+
+def load_model_config(params):
+    """(config dict or None, a sentence saying what was checked)."""
+    if params["model_config"] is not None:
+        return params["model_config"], "checked the given model_config"
+    path = params["model_config_path"]
+    explicit = path is not None
+    if not explicit:
+        path = params["model"]
+        if not os.path.isdir(path):
+            return None, "skipped: %s is not a local directory here; set model_config_path" % path
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    if not os.path.isfile(path):
+        if explicit:
+            raise IOError("model_config_path %s: no such file" % path)
+        return None, "skipped: %s does not exist" % path
+    with open(path) as handle:
+        return json.load(handle), "checked %s" % path
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = module.params
+    try:
+        model_config, model_checks = load_model_config(params)
+    except (IOError, OSError, ValueError) as exc:
+        module.fail_json(msg="cannot read the model's config.json: %s" % exc)
+    settings = {k: v for k, v in params.items() if k not in ("nodes", "model_config_path")}
+    settings["model_config"] = model_config
+    try:
+        plan = make_plan(settings, params["nodes"])
+    except PlanError as exc:
+        module.fail_json(msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)
+    for warning in plan["warnings"]:
+        module.warn(warning)
+    module.exit_json(changed=False, cluster=plan["cluster"], nodes=plan["nodes"],
+                     plan_warnings=plan["warnings"], model_checks=model_checks)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""playbooks/plan.yml: no connection, one JSON file per host, failures named."""
+
+import os
+import re
+import subprocess
+
+from conftest import BIN
+
+# Any attempt to reach a host would run this "ssh", fail, and mark the host unreachable.
+NO_CONNECTION = ["ansible_connection: ssh", "ansible_ssh_executable: /bin/false"]
+
+
+def write_inventory(path, cluster_vars, hosts=None):
+    hosts = hosts or {"node1": {"ansible_host": "192.0.2.11"}, "node2": {"ansible_host": "192.0.2.12"}}
+    head, workers = list(hosts)[0], list(hosts)[1:]
+    lines = ["all:", "  vars:"] + ["    " + line for line in NO_CONNECTION] + ["ascend_cluster:", "  vars:"]
+    lines += ["    %s: %s" % (k, v) for k, v in cluster_vars.items()]
+    lines += ["  children:", "    ascend_head:", "      hosts:", "        %s:" % head]
+    lines += ["          %s: %s" % (k, v) for k, v in hosts[head].items()]
+    lines += ["    ascend_workers:", "      hosts:"] + (["        {}"] if not workers else [])
+    for host in workers:
+        lines += ["        %s:" % host] + ["          %s: %s" % (k, v) for k, v in hosts[host].items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+BASE = {"ascend_engine": "vllm-mindspore", "ascend_model": "/models/qwen", "ascend_npus_per_node": 4}
+
+
+def test_plan_touches_no_host_and_writes_one_file_per_host(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_launcher="mp", ascend_data_parallel_size=2))
+    proc, plans = run_plan(inventory)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(plans) == ["node1", "node2"]
+    for host, plan in plans.items():
+        assert {"role", "serve_argv", "ray_start_argv", "env"} <= set(plan)
+    assert plans["node1"]["role"] == "head" and plans["node2"]["role"] == "worker"
+    # The summary a person reads: the command line and the environment.
+    assert "serve: vllm-mindspore serve /models/qwen" in proc.stdout
+    assert "export MS_ENABLE_LCCL=off" in proc.stdout
+    assert "<detected on the node" in proc.stdout
+
+
+def recap(stdout):
+    """{host: {"ok": n, "changed": n, ...}} from the PLAY RECAP."""
+    hosts = {}
+    for line in stdout.split("PLAY RECAP")[1].strip().splitlines():
+        if ":" not in line:
+            continue
+        host, counts = line.split(":", 1)
+        hosts[host.strip()] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)}
+    return hosts
+
+
+def test_second_run_changes_nothing(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", BASE)
+    first = run_plan(inventory)[0]
+    second = run_plan(inventory)[0]
+    assert recap(first.stdout)["node1"]["changed"] > 0
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(second.stdout).values()), second.stdout
+
+
+def test_invalid_layout_fails_before_writing_anything(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_tensor_parallel_size=8,
+                                                             ascend_launcher="mp",
+                                                             ascend_serve_options="{'max_num': 4}"))
+    proc, plans = run_plan(inventory)
+    assert proc.returncode != 0
+    assert plans == {} and not (tmp_path / "plan").exists()
+    output = proc.stdout + proc.stderr
+    assert "TP 8 x PP 1 = 8 NPUs does not fit on one node (largest has 4)" in output
+    assert "ascend_serve_options.max_num is not an option of `vllm serve`" in output
+
+
+def test_duplicate_ips_and_missing_head_are_named(run_plan, tmp_path):
+    hosts = {"a": {"ansible_host": "192.0.2.11"}, "b": {"ansible_host": "192.0.2.11"}}
+    proc = run_plan(write_inventory(tmp_path / "hosts.yml", BASE, hosts))[0]
+    assert proc.returncode != 0
+    assert "ascend_node_ip 192.0.2.11 is used by several hosts: a, b" in proc.stdout
+
+
+def test_group_shape_is_checked(run_plan, tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("ascend_cluster:\n  hosts:\n    lonely:\n      ansible_host: 192.0.2.1\n")
+    proc = run_plan(inventory, "-e", "ascend_engine=vllm-ascend", "-e", "ascend_model=m")[0]
+    assert proc.returncode != 0
+    assert "ascend_head (exactly one host)" in proc.stdout and "ascend_head: none" in proc.stdout
+
+
+def test_role_arguments_are_type_checked(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_engine="vllm-cuda"))
+    proc = run_plan(inventory)[0]
+    assert proc.returncode != 0
+    assert "ascend_engine" in proc.stdout and "vllm-cuda" in proc.stdout
+
+
+def test_model_config_on_the_controller_is_checked(run_plan, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"num_attention_heads": 6, "num_hidden_layers": 2}')
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_model=str(model),
+                                                             ascend_tensor_parallel_size=4))
+    proc = run_plan(inventory)[0]
+    assert proc.returncode != 0
+    assert "ascend_tensor_parallel_size 4 does not divide the model's 6 attention heads" in proc.stdout
+
+
+def test_ansible_doc_renders_the_module(ansible_env):
+    proc = subprocess.run([os.path.join(BIN, "ansible-doc"), "ascend.inference.parallel_plan"],
+                          env=ansible_env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "Validates the layout first and fails with every problem found at once" in text
+    assert "data_parallel_size_local" in text and "RETURN VALUES" in text
+
+
+def test_check_mode_plans_the_same(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", BASE)
+    proc, plans = run_plan(inventory, "--check")
+    assert proc.returncode == 0, proc.stdout
+    # In check mode nothing is written, but the plan is still computed and shown.
+    assert plans == {}
+    assert "serve: vllm-mindspore serve /models/qwen" in proc.stdout

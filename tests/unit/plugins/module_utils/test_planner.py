@@ -1,0 +1,487 @@
+# -*- coding: utf-8 -*-
+"""Every planning rule and every validation error of module_utils/planner."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
+from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import SERVE_OPTIONS
+
+
+def node(name, ip, head=False, **extra):
+    extra.update(name=name, node_ip=ip, head=head)
+    return extra
+
+
+def two_nodes(npus=8, **extra):
+    return [node("h", "10.0.0.1", head=True, nic="eth0", npus_per_node=npus, **extra),
+            node("w", "10.0.0.2", nic="eth1", npus_per_node=npus, **extra)]
+
+
+def plan(nodes=None, **settings):
+    settings.setdefault("engine", "vllm-mindspore")
+    settings.setdefault("model", "/models/m")
+    return make_plan(settings, two_nodes() if nodes is None else nodes)
+
+
+def errors(nodes=None, **settings):
+    with pytest.raises(PlanError) as caught:
+        plan(nodes, **settings)
+    return caught.value.errors
+
+
+def flags(argv):
+    """{flag: value or True} of an argv, after the program, 'serve' and the model."""
+    parsed, rest = {}, argv[3:]
+    index = 0
+    while index < len(rest):
+        token = rest[index]
+        assert token.startswith("--"), "unexpected positional %r in %r" % (token, argv)
+        if "=" in token:
+            key, value = token.split("=", 1)
+            parsed[key] = value
+            index += 1
+        elif index + 1 < len(rest) and not rest[index + 1].startswith("--"):
+            parsed[token] = rest[index + 1]
+            index += 2
+        else:
+            parsed[token] = True
+            index += 1
+    return parsed
+
+
+# --- programs and argv shape -------------------------------------------------
+
+@pytest.mark.parametrize("engine,program", [("vllm-mindspore", ["vllm-mindspore", "serve"]),
+                                            ("vllm-ascend", ["vllm", "serve"])])
+def test_program_per_engine(engine, program):
+    result = plan(engine=engine)
+    assert result["nodes"]["h"]["serve_argv"][:3] == program + ["/models/m"]
+
+
+def test_every_flag_is_a_known_full_vllm_option():
+    result = plan(launcher="mp", data_parallel_size=4, tensor_parallel_size=2, enable_expert_parallel=True,
+                  expert_parallel_size=8, serve_options={"trust_remote_code": True, "max_num_seqs": 8})
+    for name, planned in result["nodes"].items():
+        for flag in flags(planned["serve_argv"]):
+            assert flag[2:].replace("-", "_") in SERVE_OPTIONS, (name, flag)
+
+
+def test_additional_config_is_one_json_argument():
+    argv = plan(enable_expert_parallel=True, expert_parallel_size=4, tensor_parallel_size=4, data_parallel_size=2,
+                additional_config={"enable_graph_mode": True})["nodes"]["h"]["serve_argv"]
+    assert "--addition-config" not in argv
+    value = argv[argv.index("--additional-config") + 1]
+    assert json.loads(value) == {"expert_parallel": 4, "enable_graph_mode": True}
+
+
+def test_shell_command_is_display_only_and_quotes_json():
+    planned = plan(enable_expert_parallel=True, expert_parallel_size=2, data_parallel_size=2)["nodes"]["h"]
+    assert "'{\"expert_parallel\": 2}'" in planned["serve_command"]
+    assert '{"expert_parallel": 2}' in planned["serve_argv"]
+
+
+def test_served_model_name_and_port():
+    argv = plan(served_model_name="qwen", api_port=9000)["nodes"]["h"]["serve_argv"]
+    assert flags(argv)["--served-model-name"] == "qwen"
+    assert flags(argv)["--port"] == "9000"
+
+
+# --- mp launcher ---------------------------------------------------------------
+
+def test_mp_dp_every_node_serves_with_ranks_address_and_port():
+    result = plan(launcher="mp", data_parallel_size=4, tensor_parallel_size=4, dp_rpc_port=29551)
+    head, worker = (flags(result["nodes"][n]["serve_argv"]) for n in ("h", "w"))
+    assert "--headless" not in head and worker["--headless"] is True
+    assert "--data-parallel-start-rank" not in head
+    assert worker["--data-parallel-start-rank"] == "2"
+    for parsed in (head, worker):
+        assert parsed["--data-parallel-address"] == "10.0.0.1"
+        assert parsed["--data-parallel-rpc-port"] == "29551"
+        assert parsed["--data-parallel-size"] == "4"
+        assert parsed["--data-parallel-size-local"] == "2"
+        assert "--data-parallel-backend" not in parsed and "--distributed-executor-backend" not in parsed
+    assert "--port" in head and "--port" not in worker
+    assert result["nodes"]["w"]["ray_start_argv"] is None
+
+
+def test_mp_start_rank_is_sum_of_earlier_local_sizes():
+    nodes = [node("a", "10.0.0.1", head=True, npus_per_node=8, data_parallel_size_local=3),
+             node("b", "10.0.0.2", npus_per_node=8, data_parallel_size_local=1),
+             node("c", "10.0.0.3", npus_per_node=8, data_parallel_size_local=2)]
+    result = plan(nodes, launcher="mp", data_parallel_size=6)
+    assert [result["nodes"][n]["data_parallel_start_rank"] for n in "abc"] == [0, 3, 4]
+    assert flags(result["nodes"]["c"]["serve_argv"])["--data-parallel-start-rank"] == "4"
+
+
+def test_default_local_dp_split_evenly_head_first():
+    nodes = [node(n, "10.0.0.%d" % i, head=(i == 1), npus_per_node=8) for i, n in enumerate("abc", 1)]
+    result = plan(nodes, launcher="mp", data_parallel_size=5)
+    assert [result["nodes"][n]["data_parallel_size_local"] for n in "abc"] == [2, 2, 1]
+
+
+def test_head_first_whatever_the_inventory_order():
+    nodes = [node("w", "10.0.0.2", npus_per_node=8), node("h", "10.0.0.1", head=True, npus_per_node=8)]
+    result = plan(nodes, launcher="mp", data_parallel_size=2)
+    assert result["cluster"]["node_order"] == ["h", "w"]
+    assert flags(result["nodes"]["w"]["serve_argv"])["--data-parallel-start-rank"] == "1"
+
+
+def test_single_node_mp_has_no_multi_node_flags():
+    result = plan([node("h", "10.0.0.1", head=True, npus_per_node=4)], launcher="mp", tensor_parallel_size=4)
+    parsed = flags(result["nodes"]["h"]["serve_argv"])
+    assert parsed["--tensor-parallel-size"] == "4"
+    assert not [f for f in parsed if f.startswith("--data-parallel")]
+    assert result["nodes"]["h"]["env"].get("GLOO_SOCKET_IFNAME") is None
+
+
+# --- Ray launcher ----------------------------------------------------------------
+
+def test_ray_dp_serves_on_head_only_with_ray_backend_and_head_share():
+    result = plan(data_parallel_size=4, npus=2, nodes=two_nodes(npus=2))
+    head = flags(result["nodes"]["h"]["serve_argv"])
+    assert head["--data-parallel-backend"] == "ray"
+    assert head["--data-parallel-size-local"] == "2"
+    assert "--data-parallel-address" not in head and "--data-parallel-start-rank" not in head
+    assert result["nodes"]["w"]["serve_argv"] is None
+    assert result["cluster"]["ray_nodes_expected"] == 2
+    assert result["cluster"]["ray_npus_expected"] == 4
+
+
+def test_ray_executor_only_when_model_does_not_fit_on_head():
+    fits = flags(plan(tensor_parallel_size=8)["nodes"]["h"]["serve_argv"])
+    spans = flags(plan(tensor_parallel_size=8, pipeline_parallel_size=2)["nodes"]["h"]["serve_argv"])
+    assert "--distributed-executor-backend" not in fits
+    assert spans["--distributed-executor-backend"] == "ray"
+    assert spans["--pipeline-parallel-size"] == "2"
+
+
+def test_ray_start_commands():
+    result = plan(ray_port=6380, ray_dashboard_host="0.0.0.0")
+    head, worker = result["nodes"]["h"]["ray_start_argv"], result["nodes"]["w"]["ray_start_argv"]
+    assert head[:3] == ["ray", "start", "--head"]
+    assert "--port=6380" in head and "--dashboard-host=0.0.0.0" in head and "--block" in head
+    assert "--node-ip-address=10.0.0.1" in head
+    assert "--address=10.0.0.1:6380" in worker and "--node-ip-address=10.0.0.2" in worker
+    assert "--head" not in worker and "--block" in worker
+
+
+def test_ray_npu_total_counts_explicit_devices():
+    nodes = [node("h", "10.0.0.1", head=True, npu_devices=[0, 1, 2]), node("w", "10.0.0.2", npus_per_node=4)]
+    result = plan(nodes)
+    assert result["cluster"]["ray_npus_expected"] == 7
+    assert result["nodes"]["h"]["env"]["ASCEND_RT_VISIBLE_DEVICES"] == "0,1,2"
+    assert result["nodes"]["h"]["devices_from"] == "ascend_npu_devices"
+    assert any("w" in w for w in result["warnings"])
+
+
+# --- expert parallelism ------------------------------------------------------------
+
+def test_ep_default_size_is_tp_times_dp_without_config():
+    result = plan(enable_expert_parallel=True, tensor_parallel_size=4, data_parallel_size=2)
+    argv = result["nodes"]["h"]["serve_argv"]
+    assert "--enable-expert-parallel" in argv and "--additional-config" not in argv
+    assert result["cluster"]["expert_parallel_size"] == 8
+
+
+def test_ep_explicit_size_goes_to_additional_config():
+    result = plan(enable_expert_parallel=True, expert_parallel_size=4, tensor_parallel_size=4, data_parallel_size=2)
+    assert result["cluster"]["additional_config"] == {"expert_parallel": 4}
+    assert result["cluster"]["expert_parallel_size"] == 4
+
+
+def test_ep_off_means_no_flag_and_no_size():
+    result = plan()
+    assert "--enable-expert-parallel" not in result["nodes"]["h"]["serve_argv"]
+    assert result["cluster"]["expert_parallel_size"] is None
+
+
+# --- environment -------------------------------------------------------------------
+
+def test_mindspore_ray_environment():
+    env = plan()["nodes"]["w"]["env"]
+    assert env == {
+        "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
+        "MS_ENABLE_LCCL": "off",
+        "HCCL_OP_EXPANSION_MODE": "AIV",
+        "MS_ALLOC_CONF": "enable_vmm:true",
+        "VLLM_MS_MODEL_BACKEND": "MindFormers",
+        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+        "GLOO_SOCKET_IFNAME": "eth1",
+        "HCCL_SOCKET_IFNAME": "eth1",
+        "TP_SOCKET_IFNAME": "eth1",
+    }
+
+
+def test_vllm_ascend_ray_environment():
+    env = plan(engine="vllm-ascend")["nodes"]["w"]["env"]
+    assert env == {
+        "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
+        "HCCL_IF_IP": "10.0.0.2",
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": "1",
+        "GLOO_SOCKET_IFNAME": "eth1",
+        "HCCL_SOCKET_IFNAME": "eth1",
+        "TP_SOCKET_IFNAME": "eth1",
+    }
+
+
+def test_vllm_ascend_mp_multi_node_environment():
+    env = plan(engine="vllm-ascend", launcher="mp", data_parallel_size=2)["nodes"]["h"]["env"]
+    assert env["HCCL_IF_IP"] == "10.0.0.1" and env["HCCL_BUFFSIZE"] == "1024" and env["OMP_PROC_BIND"] == "false"
+    assert "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES" not in env
+    assert "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION" not in env
+
+
+def test_mindspore_mp_single_node_environment_has_no_socket_names():
+    env = plan([node("h", "10.0.0.1", head=True, nic="eth0")], launcher="mp")["nodes"]["h"]["env"]
+    assert set(env) == {"ASCEND_RT_VISIBLE_DEVICES", "MS_ENABLE_LCCL", "HCCL_OP_EXPANSION_MODE",
+                        "MS_ALLOC_CONF", "VLLM_MS_MODEL_BACKEND"}
+
+
+def test_undetected_nic_is_reported_not_invented():
+    nodes = [node("h", "10.0.0.1", head=True), node("w", "10.0.0.2", nic="eth1")]
+    result = plan(nodes)
+    assert result["nodes"]["h"]["env"]["GLOO_SOCKET_IFNAME"] is None
+    assert result["nodes"]["h"]["unresolved_env"] == ["GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME"]
+    assert result["nodes"]["w"]["unresolved_env"] == []
+
+
+def test_extra_env_overrides_and_adds():
+    env = plan(extra_env={"MS_ENABLE_LCCL": "on", "HCCL_EXEC_TIMEOUT": 7200}, model_backend="Native")["nodes"]["h"]["env"]
+    assert env["MS_ENABLE_LCCL"] == "on" and env["HCCL_EXEC_TIMEOUT"] == "7200"
+    assert env["VLLM_MS_MODEL_BACKEND"] == "Native"
+
+
+# --- serve options -------------------------------------------------------------------
+
+def test_serve_option_rendering():
+    argv = plan(serve_options={
+        "trust_remote_code": True, "enable_prefix_caching": False, "max_num_seqs": 256,
+        "gpu_memory_utilization": 0.9, "max-model-len": 4096, "seed": -1, "api_server_count": None,
+        "hf_overrides": {"rope_theta": 1000},
+    })["nodes"]["h"]["serve_argv"]
+    parsed = flags(argv)
+    assert parsed["--trust-remote-code"] is True
+    assert parsed["--no-enable-prefix-caching"] is True
+    assert parsed["--max-num-seqs"] == "256" and parsed["--gpu-memory-utilization"] == "0.9"
+    assert parsed["--max-model-len"] == "4096"
+    assert parsed["--seed"] == "-1" and "--seed=-1" in argv
+    assert "--api-server-count" not in parsed
+    assert json.loads(parsed["--hf-overrides"]) == {"rope_theta": 1000}
+
+
+def test_multi_value_option_gives_one_element_per_value():
+    assert SERVE_OPTIONS["ignore_patterns"]["kind"] == "multi"
+    argv = plan(serve_options={"ignore_patterns": ["*.pt", "original/*"]})["nodes"]["h"]["serve_argv"]
+    assert argv[-3:] == ["--ignore-patterns", "*.pt", "original/*"]
+    assert errors(serve_options={"max_num_seqs": [1, 2]}) == ["ascend_serve_options.max_num_seqs takes one value (found [1, 2])"]
+
+
+# --- validation errors -------------------------------------------------------------
+
+@pytest.mark.parametrize("variable,key", [("ascend_tensor_parallel_size", "tensor_parallel_size"),
+                                          ("ascend_pipeline_parallel_size", "pipeline_parallel_size"),
+                                          ("ascend_data_parallel_size", "data_parallel_size")])
+@pytest.mark.parametrize("value", [0, -2])
+def test_non_positive_sizes(variable, key, value):
+    assert errors(**{key: value}) == ["%s must be a positive integer (found %d)" % (variable, value)]
+
+
+def test_unknown_engine_and_launcher_and_missing_model():
+    found = errors(engine="vllm-cuda", launcher="slurm", model="")
+    assert "ascend_engine must be one of vllm-ascend, vllm-mindspore (found 'vllm-cuda')" in found
+    assert "ascend_launcher must be one of ray, mp (found 'slurm')" in found
+    assert any(e.startswith("ascend_model is required") for e in found)
+
+
+def test_too_many_npus_for_the_cluster():
+    assert errors(tensor_parallel_size=4, pipeline_parallel_size=2, data_parallel_size=4) == [
+        "TP 4 x PP 2 x DP 4 = 32 NPUs is more than the cluster's 16 NPUs (h 8, w 8)"]
+
+
+def test_mp_node_local_dp_exceeds_its_devices():
+    nodes = [node("h", "10.0.0.1", head=True, npus_per_node=8, data_parallel_size_local=3),
+             node("w", "10.0.0.2", npus_per_node=8, data_parallel_size_local=1)]
+    assert errors(nodes, launcher="mp", tensor_parallel_size=4, data_parallel_size=4) == [
+        "host h: ascend_data_parallel_size_local 3 x TP 4 x PP 1 = 12 NPUs but the node has 8 (ascend_npu_devices)"]
+
+
+def test_mp_model_parallelism_across_nodes_needs_ray():
+    assert errors(launcher="mp", tensor_parallel_size=16) == [
+        "TP 16 x PP 1 = 16 NPUs does not fit on one node (largest has 8); cross-node model parallelism "
+        "needs ascend_launcher: ray"]
+
+
+def test_mp_node_without_dp_rank():
+    assert any("host w has ascend_data_parallel_size_local 0 under the mp launcher" in e
+               for e in errors(launcher="mp", data_parallel_size=1))
+
+
+def test_local_dp_must_sum_to_dp():
+    nodes = two_nodes(data_parallel_size_local=3)
+    assert errors(nodes, launcher="mp", data_parallel_size=4) == [
+        "ascend_data_parallel_size_local must sum to ascend_data_parallel_size 4 over the cluster "
+        "(found h 3 + w 3 = 6)"]
+
+
+def test_start_rank_overlap():
+    nodes = [node("h", "10.0.0.1", head=True, npus_per_node=8),
+             node("w", "10.0.0.2", npus_per_node=8, data_parallel_start_rank=1)]
+    found = errors(nodes, launcher="mp", data_parallel_size=4)
+    assert "start-rank overlap: host w (ranks 1-2) and host h both claim DP rank 1" in found
+
+
+def test_start_rank_gap_and_out_of_range():
+    nodes = [node("h", "10.0.0.1", head=True, npus_per_node=8),
+             node("w", "10.0.0.2", npus_per_node=8, data_parallel_start_rank=3)]
+    found = errors(nodes, launcher="mp", data_parallel_size=4)
+    assert "host w claims DP rank 4 (ranks 3-4) but ascend_data_parallel_size is 4" in found
+    assert "DP ranks owned by no node: 2; check ascend_data_parallel_start_rank" in found
+
+
+def test_start_rank_on_ray_has_no_effect():
+    nodes = [node("h", "10.0.0.1", head=True), node("w", "10.0.0.2", data_parallel_start_rank=1)]
+    assert any("ascend_data_parallel_start_rank on host w has no effect under the ray launcher" in e
+               for e in errors(nodes, data_parallel_size=2))
+
+
+def test_expert_size_without_ep():
+    assert errors(expert_parallel_size=4) == [
+        "ascend_expert_parallel_size 4 has no effect while ascend_enable_expert_parallel is false; "
+        "enable expert parallelism or remove the size"]
+
+
+def test_expert_size_larger_than_tp_times_dp():
+    assert errors(enable_expert_parallel=True, expert_parallel_size=16, tensor_parallel_size=4,
+                  data_parallel_size=2) == ["ascend_expert_parallel_size 16 is larger than TP x DP = 4 x 2 = 8"]
+
+
+def test_expert_size_with_vllm_ascend():
+    assert errors(engine="vllm-ascend", enable_expert_parallel=True, expert_parallel_size=4,
+                  tensor_parallel_size=4)[0].startswith("ascend_expert_parallel_size is read by vllm-mindspore only")
+
+
+def test_expert_parallel_inside_additional_config_is_refused():
+    assert errors(enable_expert_parallel=True, additional_config={"expert_parallel": 2}) == [
+        "ascend_additional_config.expert_parallel is set by the planner; use ascend_expert_parallel_size instead"]
+
+
+def test_seed_parallel_keys_warn():
+    result = plan(additional_config={"data_parallel": 4, "model_parallel": 1})
+    assert any("data_parallel is not read by vllm-mindspore" in w and "says 4 while the planner uses 1" in w
+               for w in result["warnings"])
+
+
+def test_duplicate_node_ips_and_bad_ip():
+    nodes = [node("h", "10.0.0.1", head=True), node("w", "10.0.0.1"), node("x", "node-x")]
+    found = errors(nodes)
+    assert "ascend_node_ip 10.0.0.1 is used by several hosts: h, w" in found
+    assert any(e.startswith("ascend_node_ip on host x must be an IP address (found 'node-x'") for e in found)
+
+
+@pytest.mark.parametrize("heads", [0, 2])
+def test_zero_or_several_heads(heads):
+    nodes = [node("a", "10.0.0.1", head=heads >= 1), node("b", "10.0.0.2", head=heads >= 2)]
+    found = errors(nodes)
+    assert found[0].startswith("group ascend_head must hold exactly one host (found %d" % heads)
+
+
+def test_no_nodes():
+    assert errors([]) == ["group ascend_cluster has no hosts"]
+
+
+def test_unknown_option_no_prefix_matching():
+    assert errors(serve_options={"max_num": 4}) == [
+        "ascend_serve_options.max_num is not an option of `vllm serve` (vLLM 0.11.0); abbreviations are not accepted"]
+    assert errors(serve_options={"addition_config": "{}"})[0].startswith("ascend_serve_options.addition_config is not")
+
+
+@pytest.mark.parametrize("option,variable", [("tensor_parallel_size", "ascend_tensor_parallel_size"),
+                                             ("data_parallel_size_local", "ascend_data_parallel_size_local (per host)"),
+                                             ("headless", "the ascend_head / ascend_workers groups"),
+                                             ("port", "ascend_api_port")])
+def test_options_the_planner_owns(option, variable):
+    assert errors(serve_options={option: 2})[0] == (
+        "ascend_serve_options.%s is set by the planner; use %s instead" % (option, variable))
+
+
+def test_serve_option_values_are_checked():
+    found = errors(serve_options={"block_size": 7, "max_num_seqs": "many", "trust_remote_code": "yes"})
+    assert "ascend_serve_options.block_size must be one of 1, 128, 16, 32, 64, 8 (found 7)" in found
+    assert "ascend_serve_options.max_num_seqs must be an int (found 'many')" in found
+    assert "ascend_serve_options.trust_remote_code is a switch: set true or false (found 'yes')" in found
+
+
+def test_devices_and_ports_are_checked():
+    nodes = [node("h", "10.0.0.1", head=True, npu_devices=[0, 0]), node("w", "10.0.0.2", npus_per_node=0)]
+    found = errors(nodes, api_port=6379)
+    assert "ascend_npu_devices on host h lists a device twice (found [0, 0])" in found
+    assert "ascend_npus_per_node on host w must be a positive integer (found 0)" in found
+    assert "ascend_api_port and ascend_ray_port are both 6379: each service needs its own port" in found
+
+
+def test_ray_dp_rank_must_fit_one_node():
+    nodes = [node("n%d" % i, "10.0.0.%d" % i, head=(i == 0), npus_per_node=8) for i in range(4)]
+    assert errors(nodes, data_parallel_size=2, tensor_parallel_size=16)[0].startswith(
+        "with ascend_data_parallel_size 2 under Ray each DP rank's TP 16 x PP 1 = 16 NPUs must fit on one node")
+
+
+def test_all_errors_are_reported_together():
+    found = errors(engine="x", tensor_parallel_size=0, data_parallel_size=0)
+    assert len(found) == 3
+
+
+def test_model_backend_checked_case_insensitively():
+    assert plan(model_backend="mindformers")["nodes"]["h"]["env"]["VLLM_MS_MODEL_BACKEND"] == "mindformers"
+    assert errors(model_backend="Torch")[0].startswith("ascend_model_backend must be one of")
+
+
+# --- model config.json checks ---------------------------------------------------
+
+QWEN = {"num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28}
+MOE = {"num_attention_heads": 64, "num_key_value_heads": 4, "num_hidden_layers": 94, "num_experts": 128}
+
+
+def test_tp_must_divide_attention_heads():
+    assert errors(model_config=QWEN, tensor_parallel_size=8) == [
+        "ascend_tensor_parallel_size 8 does not divide the model's 28 attention heads "
+        "(num_attention_heads in config.json)"]
+
+
+def test_tp_and_kv_heads_must_divide_one_another():
+    config = dict(QWEN, num_attention_heads=24, num_key_value_heads=8)
+    assert errors(model_config=config, tensor_parallel_size=12, nodes=two_nodes(npus=16))[-1] == (
+        "ascend_tensor_parallel_size 12 and the model's 8 KV heads (num_key_value_heads) must divide one another")
+    plan(model_config=dict(QWEN, num_key_value_heads=2), tensor_parallel_size=4)
+
+
+def test_pp_larger_than_layers():
+    assert errors(model_config=dict(QWEN, num_hidden_layers=1), pipeline_parallel_size=2) == [
+        "ascend_pipeline_parallel_size 2 is larger than the model's 1 layers (num_hidden_layers in config.json)"]
+
+
+def test_ep_against_routed_experts():
+    assert errors(model_config=dict(MOE, num_experts=4), enable_expert_parallel=True, tensor_parallel_size=8) == [
+        "the expert-parallel size 8 is larger than the model's 4 routed experts"]
+    assert errors(model_config=QWEN, enable_expert_parallel=True, tensor_parallel_size=4)[0].startswith(
+        "ascend_enable_expert_parallel is true but config.json names no routed experts")
+    warned = plan(model_config=dict(MOE, num_experts=10), enable_expert_parallel=True, tensor_parallel_size=4)
+    assert any("10 routed experts do not split evenly over EP 4" in w for w in warned["warnings"])
+
+
+def test_text_config_of_multimodal_models_is_read():
+    config = {"architectures": ["X"], "text_config": QWEN}
+    assert errors(model_config=config, tensor_parallel_size=8)[0].startswith("ascend_tensor_parallel_size 8 does not")
+
+
+def test_plan_is_deterministic():
+    first = plan(launcher="mp", data_parallel_size=4, serve_options={"trust_remote_code": True, "block_size": 128,
+                                                                     "seed": 1})
+    second = plan(launcher="mp", data_parallel_size=4, serve_options={"seed": 1, "block_size": 128,
+                                                                      "trust_remote_code": True})
+    assert first == second
