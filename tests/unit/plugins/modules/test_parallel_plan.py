@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+"""The parallel_plan module: arguments in, exit_json/fail_json out."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import json
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.ascend.inference.plugins.modules import parallel_plan
+
+try:  # ansible-core >= 2.19
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core 2.18
+    from unittest import mock
+
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        payload = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", payload):
+            yield
+
+
+class Exit(Exception):
+    pass
+
+
+class Fail(Exception):
+    pass
+
+
+@pytest.fixture
+def module_run(monkeypatch):
+    def exit_json(self, **kwargs):
+        raise Exit(kwargs)
+
+    def fail_json(self, **kwargs):
+        raise Fail(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+
+    def run(args):
+        with patch_module_args(args):
+            parallel_plan.main()
+
+    return run
+
+
+NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.1", "nic": "eth0", "npus_per_node": 2},
+         {"name": "w", "node_ip": "192.0.2.2", "nic": "eth0", "npus_per_node": 2}]
+
+
+def test_returns_the_plan_unchanged(module_run):
+    with pytest.raises(Exit) as result:
+        module_run({"engine": "vllm-mindspore", "model": "/m", "data_parallel_size": 4, "nodes": NODES})
+    out = result.value.args[0]
+    assert out["changed"] is False
+    assert out["cluster"]["ray_npus_expected"] == 4
+    assert out["nodes"]["w"]["serve_argv"] is None
+    assert out["nodes"]["h"]["serve_argv"][:3] == ["vllm-mindspore", "serve", "/m"]
+    assert out["model_checks"].startswith("skipped: /m is not a local directory")
+
+
+def test_check_mode_gives_the_same_plan(module_run):
+    args = {"engine": "vllm-ascend", "model": "/m", "tensor_parallel_size": 4, "nodes": NODES}
+    with pytest.raises(Exit) as normal:
+        module_run(args)
+    with pytest.raises(Exit) as checked:
+        module_run(dict(args, _ansible_check_mode=True))
+    assert normal.value.args[0]["nodes"] == checked.value.args[0]["nodes"]
+
+
+def test_invalid_layout_lists_every_error(module_run):
+    with pytest.raises(Fail) as result:
+        module_run({"engine": "vllm-mindspore", "model": "/m", "tensor_parallel_size": 8, "launcher": "mp",
+                    "expert_parallel_size": 2, "nodes": NODES})
+    out = result.value.args[0]
+    assert out["msg"].startswith("invalid layout:\n- ")
+    assert len(out["errors"]) == 2
+    assert all(error in out["msg"] for error in out["errors"])
+
+
+def test_reads_config_json_from_the_model_directory(module_run, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"num_attention_heads": 6}))
+    with pytest.raises(Fail) as result:
+        module_run({"engine": "vllm-mindspore", "model": str(tmp_path), "tensor_parallel_size": 4, "nodes": NODES})
+    assert "does not divide the model's 6 attention heads" in result.value.args[0]["msg"]
+
+
+def test_explicit_config_path_must_exist(module_run, tmp_path):
+    with pytest.raises(Fail) as result:
+        module_run({"engine": "vllm-mindspore", "model": "m", "model_config_path": str(tmp_path / "nope.json"),
+                    "nodes": NODES})
+    assert "cannot read the model's config.json" in result.value.args[0]["msg"]
+
+
+def test_model_config_dict_wins(module_run, tmp_path):
+    with pytest.raises(Exit) as result:
+        module_run({"engine": "vllm-mindspore", "model": "m", "model_config": {"num_attention_heads": 4},
+                    "tensor_parallel_size": 2, "nodes": NODES})
+    assert result.value.args[0]["model_checks"] == "checked the given model_config"
+
+
+def test_warnings_are_returned(module_run):
+    with pytest.raises(Exit) as result:
+        module_run({"engine": "vllm-mindspore", "model": "m",
+                    "nodes": [{"name": "h", "head": True, "node_ip": "192.0.2.1"}]})
+    assert result.value.args[0]["plan_warnings"] == [
+        "NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: h"]
