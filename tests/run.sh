@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: tests/run.sh [STAGE...]
-# Stages (default: all, in this order): lint sanity units integration
+# Stages (default: all, in this order): lint sanity units integration sim molecule
 # Installs what it needs on a fresh Debian 12 machine (as root), then runs
 # every stage, reports each, and exits non-zero if any failed.
 set -uo pipefail
@@ -11,7 +11,7 @@ python=${ASCEND_TEST_PYTHON:-python3.11}
 py_version=3.11
 venv="$repo/.venv"               # ansible, ansible-lint, molecule, pytest
 test_venv="$cache/venv-ansible-test"  # ansible-test and the pins it installs itself
-all_stages=(lint sanity units integration)
+all_stages=(lint sanity units integration sim molecule)
 
 log() { printf '\n=== %s\n' "$*"; }
 
@@ -82,6 +82,19 @@ stage_units() {
 
 stage_integration() {
   (cd "$repo" && "$venv/bin/python" -m pytest -p no:cacheprovider -q tests/integration)
+}
+
+# The hardware test doubles themselves, on this machine.
+stage_sim() {
+  "$repo/tests/sim/setup-host.sh" || return 1
+  (cd "$repo" && "$venv/bin/python" -m pytest -p no:cacheprovider -q tests/sim)
+}
+
+# Every molecule scenario on the simulated cluster (podman, local image).
+stage_molecule() {
+  local image
+  image=$("$repo/tests/sim/build-image.sh") || return 1
+  (cd "$repo" && PATH="$venv/bin:$PATH" ASCEND_SIM_IMAGE="$image" molecule test --all)
 }
 
 stages=("$@")

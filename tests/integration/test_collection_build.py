@@ -29,7 +29,7 @@ def test_build_install_and_use_by_fqcn(collections_root, tmp_path):
     files = json.loads(run(["tar", "-xOzf", str(tarball), "FILES.json"]).stdout)["files"]
     names = {f["name"] for f in files}
     assert "plugins/modules/parallel_plan.py" in names and "roles/plan/tasks/main.yml" in names
-    assert not [n for n in names if n.startswith(("tests/", "molecule/", ".venv", ".cache"))]
+    assert not [n for n in names if n.startswith(("tests/", "molecule/", ".config/", ".venv", ".cache"))]
 
     env["ANSIBLE_COLLECTIONS_PATH"] = str(installed)
     playbook = tmp_path / "use.yml"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Build the simulated Ascend node image locally (no registry is reachable):
+# a Debian 12 root file system from debootstrap, imported into podman, plus
+# the hardware test doubles, a simulated CANN nnrt package and a wheelhouse.
+# Tagged with a hash of its inputs, so a repeated run costs seconds.
+# Prints the image name. Usage: tests/sim/build-image.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${ASCEND_SIM_CACHE:-$repo/.cache/sim}
+mirror=${ASCEND_SIM_MIRROR:-http://deb.debian.org/debian}
+cann_version=${ASCEND_SIM_CANN_VERSION:-8.0.RC1}
+ray_requirement=${ASCEND_SIM_RAY:-ray[default]==2.52.1}
+arch=$(uname -m)
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less
+log() { echo "build-image: $*" >&2; }
+
+"$here/setup-host.sh" >&2
+mkdir -p "$cache"
+
+# Base image: changes only with the package list.
+base_hash=$(printf '%s\n' "$packages" "$mirror" bookworm | sha256sum | cut -c1-12)
+base="localhost/ascend-sim-base:$base_hash"
+if ! podman image exists "$base"; then
+  rootfs="$cache/rootfs-$base_hash"
+  log "debootstrap $rootfs (a few minutes, once)"
+  rm -rf "$rootfs"
+  debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror" >&2
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | podman import --change 'CMD ["/sbin/init"]' - "$base" >&2
+  rm -rf "$rootfs"
+fi
+
+# Node image: the base plus everything under tests/sim.
+inputs=$( (cd "$here" && find doubles image nnrt build-image.sh -type f -print0 | sort -z \
+  | xargs -0 sha256sum; echo "$base $cann_version $ray_requirement $arch") | sha256sum | cut -c1-12)
+image="localhost/ascend-sim-node:$inputs"
+if ! podman image exists "$image"; then
+  context=$(mktemp -d)
+  trap 'rm -rf "$context"' EXIT
+  cp -r "$here/doubles" "$here/image" "$context/"
+  "$here/nnrt/build-nnrt.sh" "$cann_version" "$arch" "$context/packages" >/dev/null
+  wheelhouse="$cache/wheelhouse-$(printf '%s' "$ray_requirement" | sha256sum | cut -c1-12)"
+  if [ ! -f "$wheelhouse/.complete" ]; then
+    log "downloading $ray_requirement into $wheelhouse"
+    rm -rf "$wheelhouse"
+    python3.11 -m pip download -q -d "$wheelhouse" "$ray_requirement" "pip" "setuptools" "wheel" >&2
+    touch "$wheelhouse/.complete"
+  fi
+  mkdir -p "$context/wheelhouse"
+  cp "$wheelhouse"/*.whl "$context/wheelhouse/" 2>/dev/null || true
+  cp "$wheelhouse"/*.tar.gz "$context/wheelhouse/" 2>/dev/null || true
+  log "building $image"
+  podman build --pull=never --build-arg BASE="$base" -f "$context/image/Containerfile" -t "$image" "$context" >&2
+fi
+echo "$image"
