@@ -32,13 +32,17 @@ if ! podman image exists "$base"; then
 fi
 
 # Node image: the base plus everything under tests/sim.
+# The serve doubles parse exactly the options the collection knows vLLM has.
+options="$repo/plugins/module_utils/vllm_serve_options.py"
 inputs=$( (cd "$here" && find doubles image nnrt build-image.sh -type f -print0 | sort -z \
-  | xargs -0 sha256sum; echo "$base $cann_version $ray_requirement $arch") | sha256sum | cut -c1-12)
+  | xargs -0 sha256sum; sha256sum < "$options"; echo "$base $cann_version $ray_requirement $arch") \
+  | sha256sum | cut -c1-12)
 image="localhost/ascend-sim-node:$inputs"
 if ! podman image exists "$image"; then
   context=$(mktemp -d)
   trap 'rm -rf "$context"' EXIT
   cp -r "$here/doubles" "$here/image" "$context/"
+  cp "$options" "$context/doubles/"
   "$here/nnrt/build-nnrt.sh" "$cann_version" "$arch" "$context/packages" >/dev/null
   wheelhouse="$cache/wheelhouse-$(printf '%s' "$ray_requirement" | sha256sum | cut -c1-12)"
   if [ ! -f "$wheelhouse/.complete" ]; then

@@ -1,0 +1,415 @@
+"""`vllm serve` / `vllm-mindspore serve` test double (never shipped).
+
+Accepts exactly vLLM's serve options (the list generated from vLLM's own
+parser, plugins/module_utils/vllm_serve_options.py) with their kinds, types
+and choices, and no abbreviations; checks the environment a real node needs;
+reproduces the distributed start-up the roles rely on, then serves the
+OpenAI endpoints GET /health, GET /v1/models and POST /v1/completions.
+
+- Ray (--distributed-executor-backend ray, or --data-parallel-backend ray):
+  joins the running Ray cluster and reserves the NPU bundles through real
+  placement groups, as vLLM 0.11 does; a cluster that is too small fails with
+  vLLM's message after the placement-group timeout.
+- mp data parallel: the head listens on --data-parallel-rpc-port and serves
+  only once every DP rank is owned; a --headless node registers its start rank
+  and local size there and is refused when its ranks overlap or fall outside
+  the DP size.
+
+Knobs for tests (environment): ASCEND_SIM_PG_TIMEOUT (placement-group wait,
+default vLLM's 1800 s), ASCEND_SIM_LOAD_SECONDS (model "loading" time before
+listening, default 0), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
+nodes, default 600 s).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.environ.get("ASCEND_SIM_LIB", "/usr/local/lib/ascend-sim"))
+import ascend_sim  # noqa: E402
+from vllm_serve_options import SERVE_OPTIONS  # noqa: E402
+
+MS_BACKENDS = ("mindformers", "native", "mindone")
+
+
+def log(message):
+    sys.stderr.write("(sim %s) %s\n" % (os.getpid(), message))
+    sys.stderr.flush()
+
+
+def die(message):
+    log("ERROR " + message)
+    sys.exit(1)
+
+
+def _json_object(text):
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError("not valid JSON: %s" % exc)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def build_parser(program):
+    parser = argparse.ArgumentParser(prog=program, allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", allow_abbrev=False)
+    serve.add_argument("model_tag", nargs="?")
+    for name, spec in sorted(SERVE_OPTIONS.items()):
+        flag = "--" + name.replace("_", "-")
+        kind = spec["kind"]
+        if kind == "flag":
+            serve.add_argument(flag, dest=name, action="store_true")
+        elif kind == "bool_optional":
+            serve.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction)
+        else:
+            kwargs = {"dest": name}
+            if kind == "multi":
+                kwargs["nargs"] = "+"
+            if name == "additional_config":
+                kwargs["type"] = _json_object
+            elif spec.get("type") == "int":
+                kwargs["type"] = int
+            elif spec.get("type") == "float":
+                kwargs["type"] = float
+            if "choices" in spec:
+                kwargs["choices"] = [_convert(c, kwargs.get("type")) for c in spec["choices"]]
+            serve.add_argument(flag, **kwargs)
+    return parser
+
+
+def _convert(choice, kind):
+    if kind in (int, float) and choice != "None":
+        return kind(choice)
+    return choice
+
+
+def local_addresses():
+    addresses = {"127.0.0.1"}
+    try:
+        import subprocess
+        out = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if "inet" in fields:
+                addresses.add(fields[fields.index("inet") + 1].split("/")[0])
+    except OSError:
+        pass
+    return addresses
+
+
+def check_environment(engine, args):
+    """What a real node needs before the engine can start."""
+    for name in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"):
+        nic = os.environ.get(name)
+        if nic is not None and not os.path.exists("/sys/class/net/%s" % nic):
+            die("RuntimeError: [enforce fail] Unable to find address for: %s (%s)" % (nic, name))
+    if engine == "vllm-mindspore":
+        backend = os.environ.get("VLLM_MS_MODEL_BACKEND")
+        if backend is not None and backend.lower() not in MS_BACKENDS:
+            die("ValueError: VLLM_MS_MODEL_BACKEND %r is not one of MindFormers, Native, MindOne" % backend)
+    multi_node = bool(args.headless or args.distributed_executor_backend == "ray"
+                      or args.data_parallel_backend == "ray"
+                      or (args.data_parallel_address and args.data_parallel_address not in ("127.0.0.1", "localhost")))
+    if engine == "vllm-ascend" and multi_node:
+        ip = os.environ.get("HCCL_IF_IP")
+        if not ip:
+            die("HCCL init failed: HCCL_IF_IP is not set on a multi-node deployment")
+        if ip not in local_addresses():
+            die("HCCL init failed: HCCL_IF_IP %s is not an address of this node" % ip)
+    model = args.model_tag or args.model
+    if model is None:
+        die("the model tag is required")
+    if model.startswith(("/", "./")) and not os.path.isdir(model):
+        die("OSError: %s is not a local folder and is not a valid model identifier" % model)
+
+
+def visible_devices():
+    visible = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
+    present = ascend_sim.device_ids()
+    if visible is None:
+        return present
+    return [int(v) for v in visible.split(",") if v.strip().isdigit() and int(v) in present]
+
+
+# --- Ray ---------------------------------------------------------------------
+
+def reserve_with_ray(args, world):
+    """Placement groups exactly as vLLM 0.11 asks Ray for them."""
+    import ray
+    from ray._private.state import available_resources_per_node
+    timeout = float(os.environ.get("ASCEND_SIM_PG_TIMEOUT", "1800"))
+    ray.init(address="auto", logging_level="ERROR")
+    ip = ray.util.get_node_ip_address()
+    if args.data_parallel_backend == "ray" and (args.data_parallel_size or 1) > 1:
+        groups = dp_placement_groups(ray, available_resources_per_node(), ip, args, world)
+    else:
+        specs = [{"NPU": 1.0} for _rank in range(world)]
+        if world > ray.cluster_resources().get("NPU", 0):
+            log("WARNING The number of required NPUs exceeds the total number of available NPUs in the "
+                "placement group.")
+        specs[0]["node:%s" % ip] = 0.001
+        groups = [ray.util.placement_group(specs, strategy="PACK")]
+    for group in groups:
+        ready = ray.wait([group.ready()], timeout=timeout)[0]
+        if not ready:
+            die("ValueError: Cannot provide a placement group of placement_group_specs=%s within %d seconds. See "
+                "`ray status` and `ray list nodes` to make sure the cluster has enough resources."
+                % (group.bundle_specs, timeout))
+    log("reserved %d placement group(s) of %d NPU(s) each" % (len(groups), world))
+    return groups
+
+
+def dp_placement_groups(ray, resources, master_ip, args, world):
+    dp, local = args.data_parallel_size, args.data_parallel_size_local or args.data_parallel_size
+    key = "node:%s" % master_ip
+    nodes = sorted(resources.values(), key=lambda r: key not in r)
+    groups = []
+    for node in nodes:
+        count = int(node.get("NPU", 0)) // world
+        if key in node:
+            if count < local:
+                die("AssertionError: Not enough resources to allocate DP ranks on DP master node %s" % master_ip)
+            for _rank in range(local):
+                bundles = [{"NPU": 1.0, key: 0.001}] * world + [{"CPU": 1.0}]
+                groups.append(ray.util.placement_group(bundles, strategy="STRICT_PACK",
+                                                       name="dp_rank_%d" % len(groups)))
+        else:
+            for _rank in range(count):
+                if len(groups) == dp:
+                    break
+                groups.append(ray.util.placement_group([{"NPU": 1.0}] * world + [{"CPU": 1.0}],
+                                                       strategy="STRICT_PACK", name="dp_rank_%d" % len(groups)))
+    if len(groups) < dp:
+        die("ValueError: Not enough resources to allocate %d placement groups, only created %d placement groups. "
+            "Available resources: %s" % (dp, len(groups), resources))
+    return groups
+
+
+# --- mp data parallel ----------------------------------------------------------
+
+class RankRegistry:
+    """The head's view of which node owns which DP rank."""
+
+    def __init__(self, size):
+        self.size = size
+        self.owner = {}
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+
+    def claim(self, who, start, count):
+        with self.lock:
+            ranks = list(range(start, start + count))
+            if count < 1:
+                return "node %s brings no DP rank (data_parallel_size_local=%d)" % (who, count)
+            outside = [r for r in ranks if r >= self.size]
+            if outside:
+                return "DP ranks %s of %s are outside data_parallel_size %d" % (outside, who, self.size)
+            taken = sorted({self.owner[r] for r in ranks if r in self.owner})
+            if taken:
+                return "DP ranks %d-%d of %s overlap ranks owned by %s" % (start, start + count - 1, who,
+                                                                           ", ".join(taken))
+            for rank in ranks:
+                self.owner[rank] = who
+            self.changed.notify_all()
+            return None
+
+    def release(self, who):
+        with self.lock:
+            self.owner = {r: w for r, w in self.owner.items() if w != who}
+            self.changed.notify_all()
+
+    def complete(self):
+        with self.lock:
+            return len(self.owner) == self.size
+
+
+def serve_registrations(registry, address, port):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((address, port))
+    server.listen(64)
+    log("DP coordinator listening on %s:%d" % (address, port))
+
+    def handle(conn):
+        with conn:
+            stream = conn.makefile("rw")
+            try:
+                request = json.loads(stream.readline())
+                who = "%s (%s)" % (request["host"], conn.getpeername()[0])
+                error = registry.claim(who, int(request["start_rank"]), int(request["local_size"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                error, who = "bad registration: %s" % exc, None
+            stream.write(json.dumps({"ok": error is None, "error": error}) + "\n")
+            stream.flush()
+            if error:
+                log("refused %s" % error)
+                return
+            first = int(request["start_rank"])
+            log("registered %s: DP ranks %d..%d" % (who, first, first + int(request["local_size"]) - 1))
+            conn.recv(1)  # blocks until the headless node goes away
+            registry.release(who)
+            log("lost %s" % who)
+
+    while True:
+        conn = server.accept()[0]
+        threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+
+def run_headless(args, world):
+    address = args.data_parallel_address or "127.0.0.1"
+    port = args.data_parallel_rpc_port or 29550
+    start = args.data_parallel_start_rank or 0
+    local = args.data_parallel_size_local if args.data_parallel_size_local is not None else args.data_parallel_size
+    need_devices(local * world)
+    deadline = time.time() + float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "600"))
+    while True:
+        try:
+            conn = socket.create_connection((address, port), timeout=5)
+            break
+        except OSError as exc:
+            if time.time() > deadline:
+                die("timed out connecting to the DP coordinator %s:%d: %s" % (address, port, exc))
+            time.sleep(1)
+    conn.settimeout(None)
+    stream = conn.makefile("rw")
+    stream.write(json.dumps({"host": socket.gethostname(), "start_rank": start, "local_size": local}) + "\n")
+    stream.flush()
+    answer = json.loads(stream.readline() or '{"ok": false, "error": "coordinator closed the connection"}')
+    if not answer["ok"]:
+        die("RuntimeError: the DP coordinator refused this node: %s" % answer["error"])
+    log("headless engines for DP ranks %d..%d running" % (start, start + local - 1))
+    conn.recv(1)
+    die("lost the DP coordinator at %s:%d" % (address, port))
+
+
+def need_devices(count):
+    devices = visible_devices()
+    if count > len(devices):
+        die("RuntimeError: %d NPUs needed on this node but only %d visible (ASCEND_RT_VISIBLE_DEVICES=%s)"
+            % (count, len(devices), os.environ.get("ASCEND_RT_VISIBLE_DEVICES")))
+
+
+# --- OpenAI endpoints -------------------------------------------------------------
+
+def make_handler(names, api_key, ready):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *params):
+            log("http " + fmt % params)
+
+        def reply(self, status, body):
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def authorised(self):
+            if not api_key or not self.path.startswith("/v1"):
+                return True
+            if self.headers.get("Authorization") == "Bearer %s" % api_key:
+                return True
+            self.reply(401, {"error": "Unauthorized"})
+            return False
+
+        def do_GET(self):
+            if self.path == "/health":
+                if ready():
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                else:
+                    self.reply(503, {"error": "engines are not all running"})
+            elif self.path == "/v1/models":
+                if self.authorised():
+                    self.reply(200, {"object": "list", "data": [
+                        {"id": n, "object": "model", "owned_by": "vllm", "root": names[0]} for n in names]})
+            else:
+                self.reply(404, {"detail": "Not Found"})
+
+        def do_POST(self):
+            if self.path != "/v1/completions":
+                self.reply(404, {"detail": "Not Found"})
+                return
+            if not self.authorised():
+                return
+            try:
+                length = int(self.headers.get("Content-Length", "0"))
+                request = json.loads(self.rfile.read(length) or b"{}")
+                model, prompt = request["model"], request["prompt"]
+            except (ValueError, KeyError) as exc:
+                self.reply(400, {"object": "error", "message": "invalid request: %s" % exc,
+                                 "type": "BadRequestError", "code": 400})
+                return
+            if model not in names:
+                self.reply(404, {"object": "error", "message": "The model `%s` does not exist." % model,
+                                 "type": "NotFoundError", "code": 404})
+                return
+            max_tokens = int(request.get("max_tokens", 16))
+            digest = hashlib.sha256(("%s|%s" % (model, prompt)).encode()).hexdigest()
+            words = ["simulated", "Ascend", "answer", digest[:8]]
+            text = " " + " ".join(words[i % len(words)] for i in range(min(max_tokens, 32)))
+            self.reply(200, {
+                "id": "cmpl-sim-" + digest[:16], "object": "text_completion", "created": int(time.time()),
+                "model": model,
+                "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": len(str(prompt).split()), "completion_tokens": min(max_tokens, 32),
+                          "total_tokens": len(str(prompt).split()) + min(max_tokens, 32)}})
+
+    return Handler
+
+
+def main(engine):
+    program = "vllm-mindspore" if engine == "vllm-mindspore" else "vllm"
+    args = build_parser(program).parse_args()
+    log("%s %s" % (program, " ".join(sys.argv[1:])))
+    check_environment(engine, args)
+    tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
+    dp = args.data_parallel_size or 1
+    world = tp * pp
+    if args.headless:
+        run_headless(args, world)
+        return 0
+    hold = None  # keeps the placement groups alive while serving
+    registry = None
+    if args.distributed_executor_backend == "ray" or args.data_parallel_backend == "ray":
+        hold = reserve_with_ray(args, world)
+    else:
+        local = args.data_parallel_size_local if args.data_parallel_size_local is not None else dp
+        need_devices(local * world)
+        if dp > 1 and local < dp:
+            registry = RankRegistry(dp)
+            registry.claim("head %s" % socket.gethostname(), args.data_parallel_start_rank or 0, local)
+            threading.Thread(target=serve_registrations, daemon=True,
+                             args=(registry, args.data_parallel_address or "127.0.0.1",
+                                   args.data_parallel_rpc_port or 29550)).start()
+            deadline = time.time() + float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "600"))
+            with registry.changed:
+                while len(registry.owner) < dp:
+                    if not registry.changed.wait(timeout=max(0.0, deadline - time.time())):
+                        die("TimeoutError: timed out waiting for DP ranks %s to register" % sorted(
+                            set(range(dp)) - set(registry.owner)))
+            log("all %d DP ranks registered" % dp)
+    # systemd stops services with SIGTERM; Ray's driver set-up may have replaced the handler.
+    signal.signal(signal.SIGTERM, lambda *_args: sys.exit(0))
+    time.sleep(float(os.environ.get("ASCEND_SIM_LOAD_SECONDS", "0")))
+    names = args.served_model_name or [args.model_tag or args.model]
+    api_key = args.api_key[0] if args.api_key else os.environ.get("VLLM_API_KEY")
+    ready = registry.complete if registry else (lambda: True)
+    server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), make_handler(names, api_key, ready))
+    log("serving %s on %s:%d (%d placement groups held)"
+        % (names, args.host or "0.0.0.0", args.port or 8000, len(hold or [])))
+    server.serve_forever()
+    return 0
