@@ -52,6 +52,16 @@ def recap(stdout):
     return hosts
 
 
+def test_unset_host_variables_take_the_defaults(run_plan, tmp_path):
+    # Neither ascend_npus_per_node, ascend_nic nor ascend_npu_devices: 8 NPUs assumed, NIC unresolved.
+    inventory = write_inventory(tmp_path / "hosts.yml", {"ascend_engine": "vllm-ascend", "ascend_model": "m"})
+    proc, plans = run_plan(inventory)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert plans["node1"]["visible_devices"] == list(range(8))
+    assert plans["node1"]["cluster"]["ray_npus_expected"] == 16
+    assert plans["node2"]["env"]["GLOO_SOCKET_IFNAME"] is None
+
+
 def test_second_run_changes_nothing(run_plan, tmp_path):
     inventory = write_inventory(tmp_path / "hosts.yml", BASE)
     first = run_plan(inventory)[0]

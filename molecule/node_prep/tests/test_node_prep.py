@@ -1,0 +1,80 @@
+"""Prepared nodes: unique names that resolve, the plan's environment, pyACL that Ray detects through."""
+
+import os
+import re
+
+import testinfra
+import testinfra.utils.ansible_runner
+
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
+testinfra_hosts = ["podman://" + name for name in HOSTS]
+
+DEVICES = {"prep-head": "0,1,2,3", "prep-worker1": "0,1,2", "prep-worker2": "0,1"}
+SITE = "/usr/local/Ascend/pyACL/CANN-8.0.RC1/python/site-packages"
+ENV_FILE = "/etc/ascend-inference/node.env"
+PROBE = "/opt/ray-probe"
+
+
+def name_of(host):
+    return host.backend.name
+
+
+def address_of(host):
+    return re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", host.check_output("ip -4 -o addr show scope global")).group(1)
+
+
+def node_env(host):
+    """The environment file as the services read it (a shell reads it the same way)."""
+    out = host.check_output("env -i bash -c 'set -a; . %s; env -0'" % ENV_FILE)
+    return dict(entry.split("=", 1) for entry in out.split("\0") if "=" in entry)
+
+
+def test_unique_persistent_host_name(host):
+    assert host.check_output("hostname") == name_of(host)
+    assert host.file("/etc/hostname").content_string.strip() == name_of(host)
+
+
+def test_every_node_resolves_every_other(host):
+    for name in HOSTS:
+        expected = address_of(testinfra.get_host("podman://" + name))
+        assert host.check_output("getent hosts %s" % name).split()[0] == expected
+    assert host.file("/etc/hosts").contains("# BEGIN ascend.inference cluster nodes")
+
+
+def test_environment_file_is_the_plan(host):
+    env_file = host.file(ENV_FILE)
+    assert env_file.user == "root" and env_file.mode == 0o600
+    env = node_env(host)
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == DEVICES[name_of(host)]
+    assert env["HCCL_IF_IP"] == address_of(host)
+    for name in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"):
+        assert env[name] == "eth0", name
+    assert env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] == "1"
+    assert env["VLLM_LOGGING_LEVEL"] == "INFO"  # ascend_extra_env
+    # What the CANN set_env.sh exports, for services that cannot source it.
+    assert env["ASCEND_TOOLKIT_HOME"] == "/usr/local/Ascend/ascend-toolkit/latest"
+    assert env["PYTHONPATH"].split(":")[0] == SITE
+    assert "/usr/local/Ascend/ascend-toolkit/latest/python/site-packages" in env["PYTHONPATH"].split(":")
+
+
+def test_profile_snippet_gives_shells_the_environment(host):
+    out = host.check_output("bash -lc 'echo $ASCEND_RT_VISIBLE_DEVICES'")
+    assert out == DEVICES[name_of(host)]
+
+
+def test_pyacl_imports_with_the_node_environment(host):
+    out = host.check_output("env -i bash -c 'set -a; . %s; python3 -c \"import acl; print(acl.rt.get_device_count()[0])\"'"
+                            % ENV_FILE)
+    assert out == str(len(DEVICES[name_of(host)].split(",")))
+
+
+def test_ray_sees_the_devices_the_environment_allows(host):
+    if not host.file(PROBE + "/bin/python").exists:
+        host.check_output("python3 -m venv %s && %s/bin/pip install -q --no-index --find-links /opt/wheelhouse ray"
+                          % (PROBE, PROBE))
+    detect = ("env -i bash -c 'set -a; . %s; %s/bin/python -c \"from ray._private.accelerators.npu import "
+              "NPUAcceleratorManager as m; print(m.get_current_node_num_accelerators(), "
+              "m.get_current_node_accelerator_type())\"'" % (ENV_FILE, PROBE))
+    count, soc = host.check_output(detect).split()
+    assert int(count) == len(DEVICES[name_of(host)].split(","))
+    assert soc == "Ascend910B1"  # from acl.get_soc_name(): pyACL is on the path

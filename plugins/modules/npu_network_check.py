@@ -1,0 +1,143 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: npu_network_check
+short_description: Check the NPU network of one node with hccn_tool
+version_added: 0.1.0
+description:
+  - For each NPU device, runs the checks of the vllm-ascend multi-node guide with C(hccn_tool)
+    (C(-link -g), C(-net_health -g), C(-lldp -g), C(-netdetect -g), C(-gateway -g), C(-ip -g)),
+    and reads C(/etc/hccn.conf).
+  - Optionally pings NPU addresses of other nodes (C(-ping -g address X)) from a local device.
+  - Reports every failure (device, check, expected, found); it never fails on them itself, so that
+    a play can gather all nodes' failures into one report.
+  - Read-only; runs the same in check mode.
+author:
+  - ascend.inference contributors (@ascend-inference)
+attributes:
+  check_mode:
+    description: Only reads; the checks run in check mode too.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is nothing to diff.
+    support: none
+options:
+  devices:
+    description: NPU device ids to check.
+    type: list
+    elements: int
+    required: true
+  hccn_tool:
+    description: Path or name of C(hccn_tool).
+    type: str
+    default: hccn_tool
+  hccn_conf:
+    description: The NPU network configuration file that must exist.
+    type: path
+    default: /etc/hccn.conf
+  ping_targets:
+    description: NPU addresses to ping, each from a local device.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      device:
+        description: Local device to ping from.
+        type: int
+        required: true
+      address:
+        description: NPU address to ping.
+        type: str
+        required: true
+      node:
+        description: The node that owns the address, for the report.
+        type: str
+        default: ""
+"""
+
+EXAMPLES = r"""
+- name: Check NPUs 0-7 and ping NPU 0 of the other node
+  ascend.inference.npu_network_check:
+    devices: [0, 1, 2, 3, 4, 5, 6, 7]
+    hccn_tool: /usr/local/Ascend/driver/tools/hccn_tool
+    ping_targets:
+      - {device: 0, address: 10.20.0.12, node: node2}
+  register: npu_net
+"""
+
+RETURN = r"""
+npus:
+  description: What each device reported, keyed by device id (as a string).
+  returned: always
+  type: dict
+  sample: {"0": {"link": "UP", "net_health": "Success", "lldp": "400GE1/1/5:1",
+                 "netdetect": "10.20.0.1", "gateway": "10.20.0.1", "ip": "10.20.0.11"}}
+hccn_conf_present:
+  description: Whether O(hccn_conf) exists.
+  returned: always
+  type: bool
+failures:
+  description: Every failed check.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"device": 3, "check": "link", "expected": "UP", "found": "link status: DOWN"}]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERIES, judge, judge_ping, parse
+
+
+def run(module, *args):
+    rc, out, err = module.run_command([module.params["hccn_tool"]] + [str(a) for a in args])
+    return rc, (out or "") + (err or "")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            devices=dict(type="list", elements="int", required=True),
+            hccn_tool=dict(type="str", default="hccn_tool"),
+            hccn_conf=dict(type="path", default="/etc/hccn.conf"),
+            ping_targets=dict(type="list", elements="dict", default=[], options=dict(
+                device=dict(type="int", required=True),
+                address=dict(type="str", required=True),
+                node=dict(type="str", default=""),
+            )),
+        ),
+        supports_check_mode=True,
+    )
+    tool = module.params["hccn_tool"]
+    if os.sep not in tool and module.get_bin_path(tool) is None:
+        module.fail_json(msg="hccn_tool not found on PATH; set its path (the NPU driver installs it under "
+                             "/usr/local/Ascend/driver/tools/)")
+    npus, failures = {}, []
+    for device in module.params["devices"]:
+        answers = {}
+        for query in QUERIES:
+            rc, output = run(module, "-i", device, "-" + query, "-g")
+            answers[query] = {"rc": rc, "output": output, "value": parse(query, output) if rc == 0 else None}
+        npus[str(device)] = {q: a["value"] for q, a in answers.items()}
+        failures.extend(judge(device, answers))
+    conf_present = os.path.isfile(module.params["hccn_conf"])
+    if not conf_present:
+        failures.append({"device": None, "check": "hccn.conf", "expected": "%s present" % module.params["hccn_conf"],
+                         "found": "missing"})
+    for target in module.params["ping_targets"]:
+        rc, output = run(module, "-i", target["device"], "-ping", "-g", "address", target["address"])
+        failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output))
+    module.exit_json(changed=False, npus=npus, hccn_conf_present=conf_present, failures=failures)
+
+
+if __name__ == "__main__":
+    main()

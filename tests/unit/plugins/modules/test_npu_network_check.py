@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+"""npu_network_check runs hccn_tool per device and reports, never fails, on unhealthy NPUs."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import contextlib
+import json
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.ascend.inference.plugins.modules import npu_network_check
+
+try:  # ansible-core >= 2.19
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core 2.18
+    from unittest import mock
+
+    @contextlib.contextmanager
+    def patch_module_args(args):
+        with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
+            yield
+
+
+class Done(Exception):
+    pass
+
+
+ANSWERS = {
+    "-link": "link status: UP", "-net_health": "net health status: Success", "-lldp": "Ifname: 400GE1/1/1:1",
+    "-netdetect": "netdetect address: 10.0.0.1", "-gateway": "default gateway:10.0.0.1, Iface:eth0",
+    "-ip": "ipaddr:10.0.0.%d\nnetmask:255.255.255.0",
+}
+
+
+@pytest.fixture
+def run(monkeypatch, tmp_path):
+    calls = []
+
+    def run_command(self, argv, **kwargs):
+        calls.append(argv)
+        device, query = int(argv[2]), argv[3]
+        if query == "-ping":
+            lost = argv[-1] == "10.9.9.9"
+            return (1 if lost else 0), "3 packets transmitted, %d received" % (0 if lost else 3), ""
+        if device == 2 and query == "-link":
+            return 0, "link status: DOWN", ""
+        return 0, ANSWERS[query].replace("%d", str(device)), ""
+
+    def exit_json(self, **kwargs):
+        raise Done(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", exit_json)
+    conf = tmp_path / "hccn.conf"
+
+    def call(args, conf_present=True):
+        if conf_present:
+            conf.write_text("address_0=10.0.0.0\n")
+        with patch_module_args(dict(args, hccn_tool="/opt/hccn_tool", hccn_conf=str(conf))):
+            with pytest.raises(Done) as done:
+                npu_network_check.main()
+        return done.value.args[0], calls
+
+    return call
+
+
+def test_reports_each_device_and_every_failure(run):
+    result, calls = run({"devices": [0, 2]})
+    assert result["changed"] is False
+    assert result["npus"]["0"] == {"link": "UP", "net_health": "Success", "lldp": "400GE1/1/1:1",
+                                   "netdetect": "10.0.0.1", "gateway": "10.0.0.1", "ip": "10.0.0.0"}
+    assert result["failures"] == [{"device": 2, "check": "link", "expected": "UP", "found": "link status: DOWN"}]
+    assert calls[0] == ["/opt/hccn_tool", "-i", "0", "-link", "-g"]
+    assert len(calls) == 12
+
+
+def test_missing_hccn_conf_and_lost_pings(run):
+    result, calls = run({"devices": [], "ping_targets": [{"device": 0, "address": "10.9.9.9", "node": "b"},
+                                                         {"device": 0, "address": "10.0.0.5", "node": "c"}]},
+                        conf_present=False)
+    assert [f["check"] for f in result["failures"]] == ["hccn.conf", "ping 10.9.9.9 (b)"]
+    assert calls == [["/opt/hccn_tool", "-i", "0", "-ping", "-g", "address", "10.9.9.9"],
+                     ["/opt/hccn_tool", "-i", "0", "-ping", "-g", "address", "10.0.0.5"]]
