@@ -1,0 +1,79 @@
+"""The Ray cluster as systemd services: whole, secured, and self-healing."""
+
+import json
+import os
+import re
+import time
+
+import testinfra
+import testinfra.utils.ansible_runner
+
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
+HEAD = "ray-head"
+testinfra_hosts = ["podman://" + name for name in HOSTS]
+VENV = "/opt/ascend-inference/venv"
+TOKEN_ENV = "RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH=/etc/ascend-inference/ray-auth-token"
+NPUS = 4 + 3 + 2  # ray-worker1 may use 3 of its 4 NPUs (ascend_npu_devices)
+
+
+def node(name):
+    return testinfra.get_host("podman://" + name)
+
+
+def address_of(host):
+    return re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", host.check_output("ip -4 -o addr show scope global")).group(1)
+
+
+def cluster():
+    """The alive nodes as the head's Ray sees them: {ip: npus}."""
+    out = node(HEAD).run("%s %s/bin/python /etc/ascend-inference/ray-cluster-nodes.py" % (TOKEN_ENV, VENV))
+    return {n["ip"]: n["npus"] for n in json.loads(out.stdout)} if out.rc == 0 else {}
+
+
+def wait_whole(seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        seen = cluster()
+        if len(seen) == len(HOSTS) and sum(seen.values()) == NPUS:
+            return seen
+        time.sleep(3)
+    raise AssertionError("cluster not whole after %d s: %s" % (seconds, cluster()))
+
+
+def test_service_runs_the_planned_command(host):
+    service = host.service("ascend-ray.service")
+    assert service.is_running and service.is_enabled
+    pid = host.check_output("systemctl show -p MainPID --value ascend-ray.service")
+    argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+    assert argv[1] == VENV + "/bin/ray" and argv[2] == "start" and "--block" in argv
+    assert "--node-ip-address=%s" % address_of(host) in argv
+    if host.backend.name == HEAD:
+        assert "--head" in argv and "--dashboard-host=127.0.0.1" in argv and "--port=6379" in argv
+    else:
+        assert "--address=%s:6379" % address_of(node(HEAD)) in argv
+
+
+def test_ray_status_counts_nodes_and_the_environments_npus(host):
+    if host.backend.name != HEAD:
+        return
+    seen = wait_whole(60)
+    assert seen[address_of(node("ray-worker1"))] == 3, "ASCEND_RT_VISIBLE_DEVICES must narrow Ray's count"
+    status = host.check_output("%s %s/bin/ray status" % (TOKEN_ENV, VENV))
+    assert re.search(r"/%d\.0 NPU" % NPUS, status), status
+
+
+def test_token_is_required_and_private(host):
+    token = host.file("/etc/ascend-inference/ray-auth-token")
+    assert token.mode == 0o600 and token.user == "root"
+    assert token.content_string == node(HEAD).file("/etc/ascend-inference/ray-auth-token").content_string
+    if host.backend.name == HEAD:
+        refused = host.run("%s/bin/ray status" % VENV)
+        assert refused.rc != 0, "a client without the token must be refused"
+
+
+def test_dashboard_only_on_the_heads_loopback(host):
+    head_ip = address_of(node(HEAD))
+    if host.backend.name == HEAD:
+        assert host.run("curl -sf -o /dev/null http://127.0.0.1:8265/").rc == 0
+    else:
+        assert host.run("curl -s -m 5 -o /dev/null http://%s:8265/" % head_ip).rc != 0

@@ -1,0 +1,46 @@
+"""Faults: a killed raylet, a restarted head, a node that cannot reach the head."""
+
+import json
+import os
+import subprocess
+
+from test_ray import HEAD, address_of, node, wait_whole
+
+testinfra_hosts = ["podman://" + HEAD]
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+
+
+def restarts(name):
+    return int(node(name).check_output("systemctl show -p NRestarts --value ascend-ray.service"))
+
+
+def test_killed_raylet_comes_back_and_rejoins():
+    before = restarts("ray-worker2")
+    node("ray-worker2").check_output("pkill -9 -x raylet")
+    wait_whole(180)
+    assert restarts("ray-worker2") > before, "systemd must have restarted the service"
+
+
+def test_restarted_head_gets_its_workers_back():
+    node(HEAD).check_output("systemctl restart ascend-ray.service")
+    wait_whole(240)
+
+
+def test_barrier_names_the_node_that_cannot_reach_the_head():
+    worker = node("ray-worker2")
+    head_ip = address_of(node(HEAD))
+    worker.check_output("ip route add blackhole %s/32 && systemctl restart ascend-ray.service" % head_ip)
+    try:
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+                   ANSIBLE_NOCOLOR="1")
+        proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "ray.yml"), "-i", INVENTORY,
+                               "-e", json.dumps({"ray_cluster_barrier_timeout": 20})],
+                              capture_output=True, text=True, timeout=600, check=False, env=env)
+    finally:
+        worker.check_output("ip route del blackhole %s/32" % head_ip)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "The Ray cluster is not whole after 20 s" in out
+    assert "ray-worker2 (%s): NOT JOINED (cannot reach the head" % address_of(worker) in out, out
+    wait_whole(240)
