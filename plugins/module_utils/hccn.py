@@ -23,21 +23,22 @@ def _field(pattern, text):
     return match.group(1).strip() if match and match.group(1).strip() else None
 
 
+# What each query's answer holds, as the value's regular expression.
+PATTERNS = {
+    "link": r"link status:\s*(\S+)",
+    "net_health": r"net health status:\s*(.+)$",
+    "lldp": r"Ifname:\s*(\S+)",
+    "netdetect": r"netdetect address:\s*(\S*)",
+    "gateway": r"default gateway:\s*([^,\s]*)",
+    "ip": r"ipaddr:\s*(\S+)",
+}
+
+
 def parse(query, text):
     """The value one query reports, or None when the answer holds none."""
-    if query == "link":
-        return _field(r"link status:\s*(\S+)", text)
-    if query == "net_health":
-        return _field(r"net health status:\s*(.+)$", text)
-    if query == "lldp":
-        return _field(r"Ifname:\s*(\S+)", text)
-    if query == "netdetect":
-        return _field(r"netdetect address:\s*(\S*)", text)
-    if query == "gateway":
-        return _field(r"default gateway:\s*([^,\s]*)", text)
-    if query == "ip":
-        return _field(r"ipaddr:\s*(\S+)", text)
-    raise ValueError("unknown hccn_tool query %r" % query)
+    if query not in PATTERNS:
+        raise ValueError("unknown hccn_tool query %r" % query)
+    return _field(PATTERNS[query], text)
 
 
 def parse_ping(text):

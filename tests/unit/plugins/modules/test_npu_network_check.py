@@ -5,27 +5,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
-import json
-
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.ascend.inference.plugins.modules import npu_network_check
-
-try:  # ansible-core >= 2.19
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core 2.18
-    from unittest import mock
-
-    @contextlib.contextmanager
-    def patch_module_args(args):
-        with mock.patch.object(basic, "_ANSIBLE_ARGS", json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()):
-            yield
-
-
-class Done(Exception):
-    pass
+from ansible_collections.ascend.inference.plugins.modules.npu_network_check import main
 
 
 ANSWERS = {
@@ -36,7 +19,7 @@ ANSWERS = {
 
 
 @pytest.fixture
-def run(monkeypatch, tmp_path):
+def run(monkeypatch, tmp_path, run_module):
     calls = []
 
     def run_command(self, argv, **kwargs):
@@ -49,21 +32,15 @@ def run(monkeypatch, tmp_path):
             return 0, "link status: DOWN", ""
         return 0, ANSWERS[query].replace("%d", str(device)), ""
 
-    def exit_json(self, **kwargs):
-        raise Done(kwargs)
-
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", exit_json)
     conf = tmp_path / "hccn.conf"
 
     def call(args, conf_present=True):
         if conf_present:
             conf.write_text("address_0=10.0.0.0\n")
-        with patch_module_args(dict(args, hccn_tool="/opt/hccn_tool", hccn_conf=str(conf))):
-            with pytest.raises(Done) as done:
-                npu_network_check.main()
-        return done.value.args[0], calls
+        done = run_module(main, dict(args, hccn_tool="/opt/hccn_tool", hccn_conf=str(conf)))
+        assert not done.failed, done.result
+        return done.result, calls
 
     return call
 

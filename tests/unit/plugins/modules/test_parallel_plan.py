@@ -5,24 +5,24 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
 import json
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible_collections.ascend.inference.plugins.modules import parallel_plan
+from ansible_collections.ascend.inference.plugins.modules.parallel_plan import main
 
-try:  # ansible-core >= 2.19
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core 2.18
-    from unittest import mock
 
-    @contextlib.contextmanager
-    def patch_module_args(args):
-        payload = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
-        with mock.patch.object(basic, "_ANSIBLE_ARGS", payload):
-            yield
+@pytest.fixture
+def module_run(run_module):
+    """Exit on success (the result), raise Fail with the result on failure."""
+
+    def run(args):
+        done = run_module(main, args)
+        if done.failed:
+            raise Fail(done.result)
+        raise Exit(done.result)
+
+    return run
 
 
 class Exit(Exception):
@@ -31,24 +31,6 @@ class Exit(Exception):
 
 class Fail(Exception):
     pass
-
-
-@pytest.fixture
-def module_run(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise Exit(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise Fail(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-
-    def run(args):
-        with patch_module_args(args):
-            parallel_plan.main()
-
-    return run
 
 
 NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.1", "nic": "eth0", "npus_per_node": 2},
