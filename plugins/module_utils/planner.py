@@ -19,6 +19,7 @@ import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import (
     SERVE_OPTIONS,
+    VLLM_VERSION,
 )
 
 ENGINES = {
@@ -234,7 +235,7 @@ def _start_ranks(nodes, local, launcher, dp, check):
     return ranks
 
 
-def _render_option(name, value, where, check):
+def _render_option(name, value, check):
     """argv elements for one ascend_serve_options entry (no shell involved)."""
     spec = SERVE_OPTIONS.get(name)
     flag = "--" + name.replace("_", "-")
@@ -249,7 +250,7 @@ def _render_option(name, value, where, check):
             return [flag]
         return ["--no-" + name.replace("_", "-")] if kind == "bool_optional" else []
     if isinstance(value, bool):
-        check.fail("ascend_serve_options.%s takes a value, not %r (%s)", name, value, where)
+        check.fail("ascend_serve_options.%s takes a value, not %r", name, value)
         return []
     values = value if isinstance(value, list) else [value]
     if kind != "multi" and len(values) != 1:
@@ -288,21 +289,15 @@ def _user_options(options, check):
             check.fail("ascend_serve_options.%s is set by the planner; use %s instead", key, OWNED_OPTIONS[name])
         elif name not in SERVE_OPTIONS:
             check.fail("ascend_serve_options.%s is not an option of `vllm serve` (vLLM %s); "
-                       "abbreviations are not accepted", key, _vllm_version())
+                       "abbreviations are not accepted", key, VLLM_VERSION)
         elif name in normalised:
             check.fail("ascend_serve_options sets %s twice (as %s)", name, key)
         else:
             normalised[name] = options[key]
     rendered = []
     for name in sorted(normalised):
-        rendered.extend(_render_option(name, normalised[name], "ascend_serve_options", check))
+        rendered.extend(_render_option(name, normalised[name], check))
     return rendered
-
-
-def _vllm_version():
-    from ansible_collections.ascend.inference.plugins.module_utils import vllm_serve_options
-
-    return vllm_serve_options.VLLM_VERSION
 
 
 def _expert_parallel(settings, tp, dp, check):
