@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: tests/run.sh [STAGE...]
-# Stages (default: all, in this order): lint sanity units integration sim molecule
+# Stages (default: all, in this order): lint sanity units integration sim molecule demo
+# (`tests/run.sh setup` only installs what the stages need.)
 # Installs what it needs on a fresh Debian 12 machine (as root), then runs
 # every stage, reports each, and exits non-zero if any failed.
 set -uo pipefail
@@ -11,7 +12,7 @@ python=${ASCEND_TEST_PYTHON:-python3.11}
 py_version=3.11
 venv="$repo/.venv"               # ansible, ansible-lint, molecule, pytest
 test_venv="$cache/venv-ansible-test"  # ansible-test and the pins it installs itself
-all_stages=(lint sanity units integration sim molecule)
+all_stages=(lint sanity units integration sim molecule demo)
 
 log() { printf '\n=== %s\n' "$*"; }
 
@@ -97,8 +98,18 @@ stage_molecule() {
   (cd "$repo" && PATH="$venv/bin:$PATH" ASCEND_SIM_IMAGE="$image" molecule test --all)
 }
 
+# The README's first command: the sandbox, deployed and answering, then removed.
+stage_demo() {
+  apt_install make || return 1
+  local status=0
+  (cd "$repo" && make demo) || status=1
+  (cd "$repo" && make demo-down) || status=1
+  return $status
+}
+
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=("${all_stages[@]}")
+[ "${stages[*]}" = setup ] && { setup; exit; }
 for stage in "${stages[@]}"; do
   declare -F "stage_$stage" >/dev/null || { echo "unknown stage: $stage (known: ${all_stages[*]})" >&2; exit 2; }
 done

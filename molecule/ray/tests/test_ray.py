@@ -26,7 +26,8 @@ def address_of(host):
 
 def cluster():
     """The alive nodes as the head's Ray sees them: {ip: npus}."""
-    out = node(HEAD).run("%s %s/bin/python /etc/ascend-inference/ray-cluster-nodes.py" % (TOKEN_ENV, VENV))
+    out = node(HEAD).run("%s %s/bin/python /etc/ascend-inference/ray-cluster-nodes.py %s:6379"
+                         % (TOKEN_ENV, VENV, address_of(node(HEAD))))
     return {n["ip"]: n["npus"] for n in json.loads(out.stdout)} if out.rc == 0 else {}
 
 

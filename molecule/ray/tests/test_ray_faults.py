@@ -1,14 +1,31 @@
-"""Faults: a restarted head, a node that cannot reach the head."""
+"""Faults: a killed raylet, a restarted head, a node that cannot reach the head."""
 
 import json
 import os
 import subprocess
+import time
 
 from test_ray import HEAD, address_of, node, wait_whole
 
 testinfra_hosts = ["podman://" + HEAD]
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+
+
+def restarts(host):
+    return int(host.check_output("systemctl show -p NRestarts --value ascend-ray.service"))
+
+
+def test_killed_raylet_is_restarted_and_rejoins():
+    worker = node("ray-worker1")
+    before = restarts(worker)
+    worker.check_output("pkill -9 -x raylet")
+    # `ray start --block` exits when a child dies; Restart=always brings it back.
+    deadline = time.time() + 120
+    while restarts(worker) == before:
+        assert time.time() < deadline, "systemd did not restart ascend-ray.service after its raylet died"
+        time.sleep(2)
+    wait_whole(240)
 
 
 def test_restarted_head_gets_its_workers_back():

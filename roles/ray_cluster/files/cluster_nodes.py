@@ -1,8 +1,21 @@
-"""Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ...}]."""
+"""Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ...}].
+
+Usage: cluster_nodes.py HEAD_IP:PORT. Fails within seconds when nothing
+listens there (ray.init would keep retrying a stopped cluster's address).
+"""
 import json
+import socket
+import sys
 
-import ray
+address = sys.argv[1]
+host, port = address.rsplit(":", 1)
+try:
+    socket.create_connection((host, int(port)), timeout=5).close()
+except OSError as exc:
+    sys.exit("no Ray head answers at %s: %s" % (address, exc))
 
-ray.init(address="auto", logging_level="ERROR")
+import ray  # noqa: E402  (slow to import; only once the head answers)
+
+ray.init(address=address, logging_level="ERROR")
 print(json.dumps([{"ip": node["NodeManagerAddress"], "npus": node["Resources"].get("NPU", 0)}
                   for node in ray.nodes() if node["Alive"]]))

@@ -1,0 +1,88 @@
+"""Seed scenario 8 (scaled): mp data parallelism with a headless worker, an API key."""
+
+import time
+
+from serve_checks import (INVENTORY, address_of, completion, flags, node, playbook, request, restarts,
+                          serve_process, wait_healthy)
+
+import testinfra.utils.ansible_runner
+
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
+HEAD, WORKER = "mp-head", "mp-worker"
+testinfra_hosts = ["podman://" + HEAD]
+MODEL, NAME, KEY = "/models/deepseek-tiny", "deepseek-r1-w8a8", "sim-secret-7f3a9c"
+
+
+def test_head_runs_rank_0_and_1_with_the_coordinator():
+    argv, env = serve_process(node(HEAD))
+    assert argv[:3] == ["/usr/local/bin/vllm-mindspore", "serve", MODEL], argv
+    found = flags(argv)
+    head_ip = address_of(node(HEAD))
+    assert {k: found.get(k) for k in ("--tensor-parallel-size", "--data-parallel-size", "--data-parallel-size-local",
+                                      "--data-parallel-address", "--data-parallel-rpc-port", "--port")} == {
+        "--tensor-parallel-size": "2", "--data-parallel-size": "4", "--data-parallel-size-local": "2",
+        "--data-parallel-address": head_ip, "--data-parallel-rpc-port": "29550", "--port": "8000"}
+    assert "--headless" not in found and "--data-parallel-start-rank" not in found
+    assert found["--enable-expert-parallel"] is True
+    assert found["--additional-config"] == '{"expert_parallel": 4}'
+    assert found["--served-model-name"] == NAME
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == "0,1,2,3"
+
+
+def test_worker_is_headless_from_rank_2():
+    argv, _env = serve_process(node(WORKER))
+    found = flags(argv)
+    assert found["--headless"] is True
+    assert found["--data-parallel-start-rank"] == "2" and found["--data-parallel-size-local"] == "2"
+    assert found["--data-parallel-address"] == address_of(node(HEAD))
+    assert "--port" not in found
+
+
+def test_each_node_has_its_environment():
+    for name in HOSTS:
+        _argv, env = serve_process(node(name))
+        nic = node(name).check_output("ip -4 -o addr show scope global | awk '{print $2}'")
+        for variable in ("GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+            assert env[variable] == nic, (name, variable, env.get(variable))
+        assert env["MS_ENABLE_LCCL"] == "off" and env["HCCL_OP_EXPANSION_MODE"] == "AIV"
+        assert env["VLLM_MS_MODEL_BACKEND"] == "MindFormers"
+        assert env["VLLM_API_KEY"] == KEY
+
+
+def test_api_key_is_required_and_never_on_a_command_line():
+    head_ip = address_of(node(HEAD))
+    assert request(node(WORKER), "http://%s:8000/v1/models" % head_ip)[0] == 401
+    status, models = request(node(WORKER), "http://%s:8000/v1/models" % head_ip, key=KEY)
+    assert status == 200 and [m["id"] for m in models["data"]] == [NAME]
+    for name in HOSTS:
+        host = node(name)
+        assert KEY not in host.check_output("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+        secrets = host.file("/etc/ascend-inference/serve.env")
+        assert secrets.mode == 0o600 and secrets.user == "root"
+        assert KEY not in host.file("/etc/systemd/system/ascend-serve.service").content_string
+
+
+def test_completion_from_the_other_node():
+    assert completion(node(WORKER), address_of(node(HEAD)), NAME, key=KEY)
+
+
+def test_a_second_verbose_run_changes_nothing_and_shows_no_key():
+    code, out = playbook("deploy.yml", "--tags", "serve", "-vv", "--diff")
+    assert code == 0, out[-3000:]
+    assert KEY not in out
+    assert "changed=0" in out and "changed=1" not in out, out[-2000:]
+
+
+def test_killed_worker_is_restarted_and_the_endpoint_recovers():
+    worker = node(WORKER)
+    before = restarts(worker, "ascend-serve.service")
+    worker.check_output("systemctl kill --signal=KILL ascend-serve.service")
+    head_ip = address_of(node(HEAD))
+    deadline = time.time() + 90
+    while restarts(worker, "ascend-serve.service") == before:
+        assert time.time() < deadline, "systemd did not restart the killed serve"
+        time.sleep(2)
+    # The head lost ranks 2-3 (unhealthy) until the restarted worker registered again.
+    assert "lost mp-worker" in node(HEAD).check_output("journalctl -u ascend-serve.service --no-pager -n 50")
+    wait_healthy(node(HEAD), head_ip, 120)
+    assert completion(node(HEAD), head_ip, NAME, key=KEY)

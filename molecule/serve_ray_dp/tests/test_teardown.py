@@ -1,0 +1,29 @@
+"""Last: teardown leaves nothing running, and status says so (runs after test_serve_ray_dp.py)."""
+
+import testinfra.utils.ansible_runner
+
+from serve_checks import INVENTORY, node, playbook
+
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
+testinfra_hosts = ["podman://dp-head"]
+
+
+def test_teardown_stops_everything():
+    code, out = playbook("teardown.yml")
+    assert code == 0, out[-3000:]
+    for name in HOSTS:
+        host = node(name)
+        for unit in ("ascend-ray.service", "ascend-serve.service"):
+            assert host.run("systemctl is-active %s" % unit).stdout.strip() in ("inactive", "unknown")
+            assert not host.service(unit).is_enabled
+        assert host.run("pgrep -f 'raylet|gcs_server|vllm-mindspore'").rc == 1
+        assert not [line for line in host.check_output("ss -ltnH").splitlines()
+                    if line.split()[3].endswith((":6379", ":8000"))]
+
+
+def test_status_then_reports_what_is_down():
+    code, out = playbook("status.yml")
+    assert code != 0
+    assert "dp-head: ascend-ray.service is not active" in out
+    assert "dp-head: ascend-serve.service is not active" in out
+    assert "dp-worker: ascend-ray.service is not active" in out

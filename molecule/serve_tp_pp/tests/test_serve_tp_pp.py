@@ -1,0 +1,82 @@
+"""Seed scenario 9 (scaled): vllm-ascend, Ray, TP 2 x PP 2 over two nodes; restarts and a plan change."""
+
+import json
+
+from serve_checks import address_of, completion, flags, main_pid, node, playbook, serve_process
+
+HEAD, WORKER = "tp-head", "tp-worker"
+testinfra_hosts = ["podman://" + HEAD]
+MODEL, NAME = "/models/qwen3-tiny", "qwen3"
+
+
+def pids():
+    """Main PIDs of the services that run here: Ray on both nodes, serve on the head."""
+    return {(name, unit): main_pid(node(name), unit)
+            for name, unit in ((HEAD, "ascend-ray.service"), (WORKER, "ascend-ray.service"),
+                               (HEAD, "ascend-serve.service"))}
+
+
+def test_head_serves_with_the_ray_executor():
+    argv, env = serve_process(node(HEAD))
+    assert argv[:3] == ["/usr/local/bin/vllm", "serve", MODEL], argv
+    found = flags(argv)
+    assert found["--tensor-parallel-size"] == "2" and found["--pipeline-parallel-size"] == "2"
+    assert found["--distributed-executor-backend"] == "ray" and found["--port"] == "8000"
+    assert "--data-parallel-size" not in found and "--headless" not in found
+    head_ip = address_of(node(HEAD))
+    assert env["HCCL_IF_IP"] == head_ip
+    nic = node(HEAD).check_output("ip -4 -o addr show scope global | awk '{print $2}'")
+    assert env["GLOO_SOCKET_IFNAME"] == nic and env["TP_SOCKET_IFNAME"] == nic
+    assert env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] == "1"
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == "0,1"
+    # The engine is a Ray client of the token-protected cluster.
+    assert env["RAY_AUTH_MODE"] == "token"
+
+
+def test_worker_runs_ray_only():
+    worker = node(WORKER)
+    assert worker.service("ascend-ray.service").is_running
+    assert not worker.file("/etc/systemd/system/ascend-serve.service").exists
+    ray_env = worker.check_output("tr '\\0' '\\n' < /proc/%d/environ" % main_pid(worker, "ascend-ray.service"))
+    assert "HCCL_IF_IP=%s" % address_of(worker) in ray_env.splitlines()
+
+
+def test_the_engine_holds_npus_on_both_nodes():
+    journal = node(HEAD).check_output("journalctl -u ascend-serve.service --no-pager")
+    assert "reserved 1 placement group(s) of 4 NPU(s) each" in journal
+
+
+def test_completion_from_the_worker():
+    assert completion(node(WORKER), address_of(node(HEAD)), NAME)
+
+
+def test_status_shows_every_service():
+    code, out = playbook("status.yml")
+    assert code == 0, out[-3000:]
+    assert "Ray: 2/2 nodes alive, 4 NPUs" in out
+    assert "API http://%s:8000: /health 200" % address_of(node(HEAD)) in out
+    for name in (HEAD, WORKER):
+        assert [line for line in out.splitlines() if line.strip().startswith(name + " ") and "active/running" in line]
+
+
+def test_restart_restarts_ray_then_serve():
+    before = pids()
+    code, out = playbook("restart.yml")
+    assert code == 0, out[-3000:]
+    after = pids()
+    assert all(after[key] != before[key] for key in before), (before, after)
+    assert completion(node(WORKER), address_of(node(HEAD)), NAME)
+
+
+def test_a_new_tp_restarts_only_the_head_serve():
+    before = pids()
+    code, out = playbook("deploy.yml", "-e", json.dumps({"ascend_tensor_parallel_size": 1}))
+    assert code == 0, out[-3000:]
+    after = pids()
+    assert after[(HEAD, "ascend-serve.service")] != before[(HEAD, "ascend-serve.service")]
+    assert {k: v for k, v in after.items() if k != (HEAD, "ascend-serve.service")} == \
+        {k: v for k, v in before.items() if k != (HEAD, "ascend-serve.service")}, "Ray must not restart"
+    found = flags(serve_process(node(HEAD))[0])
+    # World size 2 fits the head's two NPUs: no Ray executor any more.
+    assert found["--tensor-parallel-size"] == "1" and "--distributed-executor-backend" not in found
+    assert completion(node(WORKER), address_of(node(HEAD)), NAME)

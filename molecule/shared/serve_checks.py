@@ -1,0 +1,95 @@
+"""Helpers shared by the serve scenarios' testinfra tests (test harness only)."""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+import testinfra
+
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+PORT = 8000
+
+
+def node(name):
+    return testinfra.get_host("podman://" + name)
+
+
+def address_of(host):
+    return re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", host.check_output("ip -4 -o addr show scope global")).group(1)
+
+
+def playbook(name, *extra, timeout=900):
+    """Run one of the collection's playbooks on the scenario's nodes: (rc, output)."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY]
+                          + list(extra), capture_output=True, text=True, timeout=timeout, check=False, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def main_pid(host, unit):
+    return int(host.check_output("systemctl show -p MainPID --value %s" % unit))
+
+
+def restarts(host, unit):
+    return int(host.check_output("systemctl show -p NRestarts --value %s" % unit))
+
+
+def serve_process(host):
+    """The running serve process: (argv without the interpreter, environment)."""
+    pid = main_pid(host, "ascend-serve.service")
+    assert pid > 0, "ascend-serve.service is not running on %s" % host.backend.name
+    argv = host.file("/proc/%d/cmdline" % pid).content_string.rstrip("\0").split("\0")
+    environ = host.check_output("tr '\\0' '\\n' < /proc/%d/environ" % pid)
+    env = dict(line.split("=", 1) for line in environ.splitlines() if "=" in line)
+    # The doubles are Python scripts: the kernel puts the interpreter first.
+    return argv[1:] if os.path.basename(argv[0]).startswith("python") else argv, env
+
+
+def flags(argv):
+    """{--flag: value or True} of a serve argv (every option used here takes one value or none)."""
+    found, i = {}, 0
+    while i < len(argv):
+        if argv[i].startswith("--"):
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                found[argv[i]] = argv[i + 1]
+                i += 2
+                continue
+            found[argv[i]] = True
+        i += 1
+    return found
+
+
+def request(host, url, body=None, key=None):
+    """HTTP from a node with curl: (status, parsed JSON body or text)."""
+    args = ["curl", "-s", "-o", "/tmp/answer", "-w", "%{http_code}", "--max-time", "60"]
+    if key:
+        args += ["-H", "Authorization: Bearer %s" % key]
+    if body is not None:
+        args += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+    status = host.run(" ".join("'%s'" % a.replace("'", "'\\''") for a in args + [url])).stdout.strip()
+    text = host.file("/tmp/answer").content_string if host.file("/tmp/answer").exists else ""
+    try:
+        return int(status or 0), json.loads(text)
+    except ValueError:
+        return int(status or 0), text
+
+
+def completion(host, api_ip, model, key=None):
+    status, answer = request(host, "http://%s:%d/v1/completions" % (api_ip, PORT),
+                             {"model": model, "prompt": "I am", "max_tokens": 120, "temperature": 0}, key)
+    assert status == 200, answer
+    assert answer["model"] == model and answer["choices"][0]["text"].strip(), answer
+    return answer["choices"][0]["text"]
+
+
+def wait_healthy(host, api_ip, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if request(host, "http://%s:%d/health" % (api_ip, PORT))[0] == 200:
+            return
+        time.sleep(2)
+    raise AssertionError("http://%s:%d/health not 200 after %d s" % (api_ip, PORT, seconds))
