@@ -16,7 +16,8 @@ def test_teardown_stops_everything():
         for unit in ("ascend-ray.service", "ascend-serve.service"):
             assert host.run("systemctl is-active %s" % unit).stdout.strip() in ("inactive", "unknown")
             assert not host.service(unit).is_enabled
-        assert host.run("pgrep -f 'raylet|gcs_server|vllm-mindspore'").rc == 1
+        # [x]: the pattern must not match the shell that runs pgrep.
+        assert host.run("pgrep -f '[r]aylet|[g]cs_server|[v]llm-mindspore'").rc == 1
         assert not [line for line in host.check_output("ss -ltnH").splitlines()
                     if line.split()[3].endswith((":6379", ":8000"))]
 
