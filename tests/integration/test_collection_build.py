@@ -53,6 +53,11 @@ def test_build_install_and_use_by_fqcn(collections_root, tmp_path):
          "-e", "ascend_plan_dir=%s" % (tmp_path / "plan")], cwd=str(tmp_path), env=env)
     node1 = json.loads((tmp_path / "plan" / "node1.json").read_text())
     assert node1["serve_argv"][:3] == ["vllm-mindspore", "serve", "/path/to/Qwen2.5/model"]
+    # The playbooks users run, by FQCN from the installed copy (their imports resolve there too).
+    for name in ("deploy", "status", "restart", "teardown"):
+        proc = run([os.path.join(BIN, "ansible-playbook"), "ascend.inference." + name, "-i", str(example),
+                    "--syntax-check"], cwd=str(tmp_path), env=env)
+        assert str(installed / "ansible_collections/ascend/inference/playbooks" / (name + ".yml")) in proc.stdout
     # ...and that it was the installed copy that answered.
     doc = run([os.path.join(BIN, "ansible-doc"), "ascend.inference.parallel_plan"], cwd=str(tmp_path), env=env)
     assert str(installed / "ansible_collections" / "ascend" / "inference") in doc.stdout

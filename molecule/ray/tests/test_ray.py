@@ -3,7 +3,10 @@
 import json
 import os
 import re
+import socket
 import time
+
+import pytest
 
 import testinfra
 import testinfra.utils.ansible_runner
@@ -78,3 +81,34 @@ def test_dashboard_only_on_the_heads_loopback(host):
         assert host.run("curl -sf -o /dev/null http://127.0.0.1:8265/").rc == 0
     else:
         assert host.run("curl -s -m 5 -o /dev/null http://%s:8265/" % head_ip).rc != 0
+
+
+def test_firewall_admits_only_members(host):
+    """ray_cluster_firewall: this machine (not a member) is refused; members and the API port are not."""
+    rules = host.check_output("nft list table inet ascend_ray")
+    for name in HOSTS:
+        assert address_of(node(name)) in rules
+    ip = address_of(host)
+    # Every port Ray listens on for the network (random ones included) refuses a non-member.
+    listening = {int(line.split()[3].rsplit(":", 1)[1]) for line in host.check_output("ss -ltnH").splitlines()
+                 if not line.split()[3].startswith(("127.", "[::1]"))}
+    assert listening, "Ray listens on no port"
+    for port in sorted(listening):
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((ip, port), timeout=5)
+    if host.backend.name != HEAD:
+        return
+    probe = "python3 -c 'import socket; socket.create_connection((\"%s\", 6379), timeout=5)'" % ip
+    assert node("ray-worker1").run(probe).rc == 0, "a member must reach the head"
+    host.check_output("systemd-run --unit=api-probe python3 -m http.server 8000")
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                socket.create_connection((ip, 8000), timeout=5).close()
+                break
+            except OSError:
+                assert time.time() < deadline, "the API port must stay open to everyone"
+                time.sleep(1)
+    finally:
+        host.run("systemctl stop api-probe.service")
