@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 
 import pytest
 import testinfra
@@ -103,3 +104,21 @@ def test_npu_ping_failure(unchanged):
     rows = [line for line in out.splitlines() if line.startswith("prep-head") and "ping" in line]
     assert len(rows) == 2, out  # one per other node
     assert all("100.00% packet loss" in row for row in rows)
+
+
+def test_foreign_port_holder_and_missing_model(unchanged):
+    head = node("prep-head")
+    # A service that is not the collection's holds the head's API port.
+    head.check_output("systemd-run --unit=foreign-api python3 -m http.server 8000")
+    try:
+        for _ in range(50):
+            if head.run("ss -ltnH 'sport = :8000'").stdout.strip():
+                break
+            time.sleep(0.2)
+        code, out = prepare("-e", "ascend_model=/models/absent")
+    finally:
+        head.run("systemctl stop foreign-api")
+    assert code != 0
+    assert "host prep-head: ascend_api_port 8000 is in use by python3 (pid " in out, out
+    for name in HOSTS:
+        assert "host %s: ascend_model /models/absent does not exist or holds no file" % name in out

@@ -1,0 +1,20 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The per-node plan documents that playbooks/plan.yml writes (pure logic)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+
+def node_documents(plan):
+    """{"<host>.json": text} for every node of a plan (parallel_plan's result):
+    the node's entry with the cluster-wide part under "cluster"."""
+    documents = {}
+    for name, node in plan["nodes"].items():
+        document = dict(node, cluster=plan["cluster"])
+        documents[name + ".json"] = json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+    return documents

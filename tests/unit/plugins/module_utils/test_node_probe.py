@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+"""Parsers of node_probe: ip -j, npu-smi info -l, the CANN version file, ss, cgroups."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
+
+IP_JSON = json.dumps([
+    {"ifname": "lo", "addr_info": [{"family": "inet", "local": "127.0.0.1"}]},
+    {"ifname": "enp1s0", "addr_info": [{"family": "inet", "local": "192.0.2.11"},
+                                       {"family": "inet", "local": "192.0.2.99"}]},
+    {"ifname": "enp2s0", "addr_info": []},
+])
+
+NPU_SMI = """\tTotal Count                    : 2
+
+\tNPU ID                         : 0
+\tProduct Name                   : IT21PDDA01
+\tNPU ID                         : 1
+\tProduct Name                   : IT21PDDA01
+"""
+
+SS = """LISTEN 0      4096   10.89.251.11:6379  0.0.0.0:*    users:(("gcs_server",pid=812,fd=20))
+LISTEN 0      128          [::]:22     [::]:*    users:(("sshd",pid=31,fd=4))
+LISTEN 0      128       0.0.0.0:2024  0.0.0.0:*
+"""
+
+
+def test_ipv4_per_interface_with_secondary_addresses():
+    assert parse.ipv4_by_interface(IP_JSON) == {
+        "lo": ["127.0.0.1"], "enp1s0": ["192.0.2.11", "192.0.2.99"], "enp2s0": []}
+    assert parse.ipv4_by_interface("") == {}
+
+
+def test_npu_ids_in_the_order_npu_smi_lists_them():
+    assert parse.npu_ids(NPU_SMI) == [0, 1]
+    assert parse.npu_ids("\tTotal Count : 0\n") == []
+
+
+def test_cann_version_line():
+    assert parse.cann_version("package_name=Ascend-cann-toolkit\nversion=8.0.RC1\narch=x86_64\n") == "8.0.RC1"
+    assert parse.cann_version("arch=x86_64\n") is None and parse.cann_version(None) is None
+
+
+def test_only_numbered_davinci_devices():
+    assert [parse.davinci_index(name) for name in ("davinci0", "davinci15", "davinci_manager", "davinci1x")] \
+        == [0, 15, None, None]
+
+
+def test_listeners_with_and_without_a_known_process():
+    assert parse.listeners(SS) == [
+        {"address": "10.89.251.11", "port": 6379, "process": "gcs_server", "pid": 812},
+        {"address": "[::]", "port": 22, "process": "sshd", "pid": 31},
+        {"address": "0.0.0.0", "port": 2024, "process": None, "pid": None},
+    ]
+
+
+def test_unit_is_the_innermost_service_of_the_cgroup():
+    nested = "0::/libpod_parent/libpod-abc/system.slice/ascend-ray.service\n"
+    assert parse.unit_of_cgroup(nested) == "ascend-ray.service"
+    assert parse.unit_of_cgroup("0::/system.slice/ssh.service/sub\n") == "ssh.service"
+    assert parse.unit_of_cgroup("0::/user.slice/user-0.slice/session-3.scope\n") is None
+    assert parse.unit_of_cgroup(None) is None

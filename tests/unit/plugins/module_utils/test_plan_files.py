@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+"""node_documents: one JSON document per node, the cluster under "cluster"."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
+
+PLAN = {"cluster": {"head": "h", "world_size": 2},
+        "nodes": {"h": {"role": "head", "env": {"B": "2", "A": None}}, "w": {"role": "worker", "env": {}}}}
+
+
+def test_one_document_per_node_with_the_cluster():
+    documents = node_documents(PLAN)
+    assert sorted(documents) == ["h.json", "w.json"]
+    head = json.loads(documents["h.json"])
+    assert head == {"role": "head", "env": {"B": "2", "A": None}, "cluster": {"head": "h", "world_size": 2}}
+
+
+def test_documents_are_stable_text_sorted_and_indented():
+    text = node_documents(PLAN)["h.json"]
+    assert text.endswith("}\n")
+    assert text.index('"cluster"') < text.index('"env"') < text.index('"role"')
+    assert '\n    "role": "head"' in text
+    assert node_documents(PLAN) == node_documents(json.loads(json.dumps(PLAN)))
+
+
+def test_the_plan_is_not_modified():
+    plan = json.loads(json.dumps(PLAN))
+    node_documents(plan)
+    assert "cluster" not in plan["nodes"]["h"]

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+"""The plan_files module: writes what differs, nothing in check mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import stat
+
+from ansible_collections.ascend.inference.plugins.modules.plan_files import main
+
+PLAN = {"cluster": {"head": "h"}, "nodes": {"h": {"role": "head"}, "w": {"role": "worker"}}}
+
+
+def test_writes_one_file_per_node_then_nothing(run_module, tmp_path):
+    target = tmp_path / "plan"
+    first = run_module(main, {"path": str(target), "plan": PLAN})
+    assert not first.failed and first.result["changed"]
+    assert sorted(os.listdir(str(target))) == ["h.json", "w.json"]
+    assert json.loads((target / "w.json").read_text()) == {"role": "worker", "cluster": {"head": "h"}}
+    assert stat.S_IMODE(os.stat(str(target / "h.json")).st_mode) == 0o644
+    second = run_module(main, {"path": str(target), "plan": PLAN})
+    assert not second.result["changed"] and second.result["written"] == []
+
+
+def test_rewrites_only_the_node_that_changed(run_module, tmp_path):
+    run_module(main, {"path": str(tmp_path), "plan": PLAN})
+    changed = {"cluster": PLAN["cluster"], "nodes": dict(PLAN["nodes"], w={"role": "worker", "x": 1})}
+    done = run_module(main, {"path": str(tmp_path), "plan": changed})
+    assert done.result["written"] == [str(tmp_path / "w.json")]
+
+
+def test_check_mode_reports_and_writes_nothing(run_module, tmp_path):
+    target = tmp_path / "plan"
+    done = run_module(main, {"path": str(target), "plan": PLAN, "_ansible_check_mode": True, "_ansible_diff": True})
+    assert done.result["changed"] and len(done.result["written"]) == 2
+    assert done.result["diff"][0]["before"] == "" and '"role": "head"' in done.result["diff"][0]["after"]
+    assert not target.exists()
+
+
+def test_refuses_what_is_not_a_plan(run_module, tmp_path):
+    done = run_module(main, {"path": str(tmp_path), "plan": {"nodes": []}})
+    assert done.failed and "parallel_plan" in done.result["msg"]
