@@ -111,9 +111,8 @@ def test_foreign_port_holder_and_missing_model(unchanged):
     # A service that is not the collection's holds the head's API port.
     head.check_output("systemd-run --unit=foreign-api python3 -m http.server 8000")
     try:
-        for _ in range(50):
-            if head.run("ss -ltnH 'sport = :8000'").stdout.strip():
-                break
+        deadline = time.monotonic() + 10
+        while not head.run("ss -ltnH 'sport = :8000'").stdout.strip() and time.monotonic() < deadline:
             time.sleep(0.2)
         code, out = prepare("-e", "ascend_model=/models/absent")
     finally:
