@@ -10,8 +10,6 @@ __metaclass__ = type
 import json
 import re
 
-NPU_ID = re.compile(r"NPU ID\s*:\s*(\d+)")
-CANN_VERSION = re.compile(r"(?m)^version=(\S+)")
 DAVINCI = re.compile(r"^davinci(\d+)$")
 SS_PORT = re.compile(r"^(.*):(\d+)$")
 SS_PROCESS = re.compile(r'\(\("([^"]+)",pid=(\d+)')
@@ -25,17 +23,6 @@ def ipv4_by_interface(ip_json):
         addresses = [info["local"] for info in link.get("addr_info", []) if info.get("family") == "inet"]
         found[link["ifname"]] = addresses
     return found
-
-
-def npu_ids(npu_smi_output):
-    """The NPU IDs `npu-smi info -l` lists, in its order."""
-    return [int(number) for number in NPU_ID.findall(npu_smi_output or "")]
-
-
-def cann_version(install_info):
-    """The version= line of ascend_toolkit_install.info, or None."""
-    match = CANN_VERSION.search(install_info or "")
-    return match.group(1) if match else None
 
 
 def davinci_index(name):

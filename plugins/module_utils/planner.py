@@ -71,11 +71,14 @@ DEFAULTS = {
     "dp_rpc_port": 29550,
     "model_backend": "MindFormers",
     "model_config": None,
+    "devices_pending": False,
 }
 NODE_DEFAULTS = {
     "head": False,
     "nic": None,
     "npu_devices": None,
+    "device_map": None,
+    "npu_family": None,
     "npus_per_node": 8,
     "data_parallel_size_local": None,
     "data_parallel_start_rank": None,
@@ -139,6 +142,26 @@ def _node_devices(node, check):
     if len(set(devices)) != len(devices):
         check.fail("ascend_npu_devices on host %s lists a device twice (found %r)", node["name"], devices)
     return list(devices), "ascend_npu_devices"
+
+
+def _physical_devices(node, devices, check):
+    """The physical ID (/dev/davinciN, hccn_tool -i) of each logic ID the node uses."""
+    mapping = {}
+    for logic, physical in (node["device_map"] or {}).items():
+        try:
+            mapping[int(logic)] = int(physical)
+        except (TypeError, ValueError):
+            check.fail("ascend_npu_device_map on host %s must map logic IDs to physical IDs, both integers "
+                       "(found %r: %r)", node["name"], logic, physical)
+            continue
+        if mapping[int(logic)] < 0 or int(logic) < 0:
+            check.fail("ascend_npu_device_map on host %s maps %r to %r; IDs are >= 0", node["name"], logic, physical)
+    physical = [mapping.get(device, device) for device in devices]
+    for twice in sorted(set(p for p in physical if physical.count(p) > 1)):
+        check.fail("host %s uses physical ID %d (/dev/davinci%d) for several logic IDs (%s): check "
+                   "ascend_npu_device_map", node["name"], twice, twice,
+                   ", ".join(str(d) for d, p in zip(devices, physical) if p == twice))
+    return physical
 
 
 def _order_nodes(nodes, check):
@@ -540,6 +563,7 @@ def make_plan(settings, nodes):
     devices, device_source = {}, {}
     for node in nodes:
         devices[node["name"]], device_source[node["name"]] = _node_devices(node, check)
+    physical = dict((n["name"], _physical_devices(n, devices[n["name"]], check)) for n in nodes)
     shared = _user_options(settings["serve_options"], check)
     if not sizes_ok:
         check.raise_if_any()
@@ -550,7 +574,9 @@ def make_plan(settings, nodes):
     _additional_config_warnings(additional_config, tp, dp, warnings)
     local = _local_dp(nodes, dp, check)
     ranks = _start_ranks(nodes, local, settings["launcher"], dp, check)
-    if all(devices.values()) and settings["launcher"] in LAUNCHERS:
+    assumed = [n["name"] for n in nodes if device_source[n["name"]] == "ascend_npus_per_node"]
+    # Before the preflight detects the devices, an assumed count must not refuse the layout.
+    if all(devices.values()) and settings["launcher"] in LAUNCHERS and not (settings["devices_pending"] and assumed):
         _check_capacity(settings, nodes, devices, local, world, check)
     _model_checks(settings["model_config"], tp, pp, ep_size, check, warnings)
     check.raise_if_any()
@@ -582,12 +608,13 @@ def make_plan(settings, nodes):
             "env": env,
             "unresolved_env": sorted(k for k, v in env.items() if v is None),
             "visible_devices": devices[name],
+            "physical_devices": physical[name],
+            "npu_family": node["npu_family"],
             "devices_from": device_source[name],
             "data_parallel_size_local": local[name],
             "data_parallel_start_rank": ranks[name] if settings["launcher"] == "mp" and dp > 1 else None,
         }
-    assumed = [n["name"] for n in nodes if device_source[n["name"]] == "ascend_npus_per_node"]
-    if assumed:
+    if assumed and not settings["devices_pending"]:
         warnings.append("NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: %s"
                         % ", ".join(assumed))
     ray_launcher = settings["launcher"] == "ray"

@@ -13,9 +13,14 @@ module: node_probe
 short_description: Read in one pass what the preflight checks need from an Ascend node
 version_added: 0.1.0
 description:
-  - Reports the node's IPv4 addresses per interface, the NPUs C(npu-smi info -l) lists,
-    the C(/dev/davinciN) device files, the CANN toolkit version, the size of the model's
-    files and the listening TCP ports with the process and systemd service holding each.
+  - Reports the node's IPv4 addresses per interface, its NPU chips with their logic and physical IDs,
+    the NPU family, the C(/dev/davinciN) device files, the CANN toolkit (version and layout) and the
+    NPU driver version, the size of the model's files and the listening TCP ports with the process
+    and systemd service holding each.
+  - "Chips come from C(npu-smi info -m) (card, chip, logic ID); each chip's physical ID (the N of
+    C(/dev/davinciN), what C(hccn_tool -i) takes) from O(device_map), else C(npu-smi info -t phyid-remap -p N),
+    else the Phy-ID column of the C(npu-smi info) table (Atlas A3), else the logic ID (as on a host).
+    Where chips and device files disagree, the problems name both numbers."
   - One module run instead of one per question, so a preflight costs one round trip per node.
   - Reads only; a tool that fails is reported in the result, never as a module failure,
     so the caller can name every problem at once.
@@ -33,10 +38,23 @@ options:
     description: The C(npu-smi) program (a name on PATH or a path).
     type: str
     default: npu-smi
-  cann_home:
-    description: The CANN toolkit's home; its version is read from C(latest/ascend_toolkit_install.info) or C(latest/*/ascend_toolkit_install.info).
+  ascend_home:
+    description:
+      - Where the Ascend software is installed. The CANN toolkit is read from
+        C(ascend-toolkit/latest/[*/]ascend_toolkit_install.info) (up to CANN 8.3) and
+        C(cann/[*/]ascend_toolkit_install.info) or C(cann-<version>/[*/]ascend_toolkit_install.info)
+        (CANN 8.5 and later); the driver version from C(driver/version.info).
     type: path
-    default: /usr/local/Ascend/ascend-toolkit
+    default: /usr/local/Ascend
+  cann_layout:
+    description: The CANN layout to use when both are installed; V(auto) prefers V(cann).
+    type: str
+    choices: [auto, ascend-toolkit, cann]
+    default: auto
+  device_map:
+    description: Physical ID by logic ID for chips whose mapping the tools cannot tell (C(ascend_npu_device_map)).
+    type: dict
+    default: {}
   model:
     description: A model directory whose regular files are counted and summed (not followed into symbolic links); omit to skip.
     type: path
@@ -48,9 +66,9 @@ EXAMPLES = r"""
     model: /models/Qwen2.5-7B-Instruct
   register: probe
 
-- name: Show the NPUs npu-smi lists
+- name: Show the chips' logic IDs (ASCEND_RT_VISIBLE_DEVICES)
   ansible.builtin.debug:
-    msg: "{{ probe.npu_smi.ids }}"
+    msg: "{{ probe.npu.chips | map(attribute='logic') | list }}"
 """
 
 RETURN = r"""
@@ -60,21 +78,58 @@ ipv4:
   type: dict
   sample: {lo: [127.0.0.1], enp1s0: [192.0.2.11]}
 npu_smi:
-  description: C(npu-smi info -l) as run (C(rc), C(stdout), C(stderr)) and the NPU IDs it lists (C(ids)).
+  description: C(npu-smi info -m) as run (C(rc), C(stdout), C(stderr)).
   returned: always
   type: dict
-  sample: {rc: 0, stdout: "NPU ID : 0 ...", stderr: "", ids: [0, 1]}
+  sample: {rc: 0, stdout: "NPU ID   Chip ID   Chip Logic ID   Chip Name ...", stderr: ""}
+npu:
+  description:
+    - The node's chips sorted by logic ID (C(card), C(chip), C(logic), C(physical), C(name), C(physical_from)),
+      C(device_map) (physical ID by logic ID), the NPU C(family) (V(910B), V(910_93), V(310P), V(910), V(310) or
+      V(unknown)) with its C(family_name), whether it has an NPU network (C(npu_network)), and C(problems) where the
+      tools and the device files disagree (C(logic), the chip concerned or null, and C(message)).
+  returned: always
+  type: dict
+  sample:
+    chips: [{card: 1, chip: 0, logic: 0, physical: 0, name: 310P3, physical_from: npu-smi info -t phyid-remap}]
+    device_map: {"0": 0}
+    family: 310P
+    family_name: Atlas 300I Duo / 300I Pro (Ascend 310P)
+    npu_network: false
+    chips_per_card: 2
+    problems: [{logic: 3, message: "NPU 4 chip 1 (logic ID 3) has no /dev/davinci3 (...)"}]
 device_files:
   description: N of every C(/dev/davinciN), sorted.
   returned: always
   type: list
   elements: int
   sample: [0, 1, 2, 3]
+cann:
+  description: The CANN toolkit in use (C(version), C(innerversion), C(arch), C(layout), C(set_env), C(install_info)), or null.
+  returned: always
+  type: dict
+  sample: {version: 8.5.0, layout: cann, set_env: /usr/local/Ascend/cann/set_env.sh,
+           install_info: /usr/local/Ascend/cann/aarch64-linux/ascend_toolkit_install.info}
 cann_version:
   description: The CANN toolkit version, or null when no version file is found.
   returned: always
   type: str
   sample: 8.0.RC1
+cann_notes:
+  description: Remarks on the CANN installation (both layouts present, which one is used).
+  returned: always
+  type: list
+  elements: str
+cann_problems:
+  description: Why no CANN toolkit could be chosen although one is installed.
+  returned: always
+  type: list
+  elements: str
+driver:
+  description: The NPU driver's C(version) and C(innerversion) from C(driver/version.info), or null.
+  returned: always
+  type: dict
+  sample: {version: 24.1.rc2.2, innerversion: V100R001C18SPC001B233}
 model:
   description: The model directory's regular files (C(files)) and their bytes (C(bytes)); null when O(model) is omitted.
   returned: always
@@ -93,7 +148,9 @@ import os
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
+from ansible_collections.ascend.inference.plugins.module_utils import npu
 
 
 def _read(path):
@@ -112,11 +169,44 @@ def _run(module, argv):
     return module.run_command([program] + argv[1:])
 
 
-def _cann_version(home):
-    for pattern in ("latest/ascend_toolkit_install.info", "latest/*/ascend_toolkit_install.info"):
-        for path in sorted(glob.glob(os.path.join(home, pattern))):
-            return parse.cann_version(_read(path))
-    return None
+def _cann(home, wanted):
+    found = {}
+    for layout in cann.LAYOUTS:
+        for pattern in cann.INSTALL_INFO[layout]:
+            for path in sorted(glob.glob(os.path.join(home, pattern))):
+                toolkit = cann.toolkit(_read(path), path, layout, home, os.path.realpath(path))
+                if toolkit and toolkit["real_path"] not in [t["real_path"] for t in found.get(layout, [])]:
+                    found.setdefault(layout, []).append(toolkit)
+    chosen, notes, problems = cann.choose(found, wanted)
+    if chosen:
+        candidates = cann.set_env_candidates(chosen, home)
+        existing = [path for path in candidates if os.path.isfile(path)]
+        chosen["set_env"] = existing[0] if existing else None
+        if not existing:
+            problems.append("CANN %s (%s layout) has no set_env.sh (looked for %s)"
+                            % (chosen["version"], chosen["layout"], ", ".join(candidates)))
+    return chosen, notes, problems
+
+
+def _npu(module, devices):
+    """Chips and family from npu-smi; physical IDs as npu.resolve chooses them."""
+    tool = module.params["npu_smi"]
+    rc, out, err = _run(module, [tool, "info", "-m"])
+    chip_map = npu.parse_chip_map(out) if rc == 0 else []
+    summary_rc, summary_out, _err = _run(module, [tool, "info"])
+    summary = npu.parse_summary(summary_out) if summary_rc == 0 else []
+    remaps = {}
+    shown = [row for row in chip_map if row["logic"] is not None]
+    # Atlas A3's `info -m` shows each chip's Phy-ID itself: no need to ask per device.
+    for device in devices if not shown or any(row["physical"] is None for row in shown) else []:
+        remap_rc, remap_out, _err = _run(module, [tool, "info", "-t", "phyid-remap", "-p", str(device)])
+        remaps[device] = npu.parse_phyid_remap(remap_out) if remap_rc == 0 else None
+        if remaps[device] is None:
+            break  # not supported here (older npu-smi, unprivileged container): ask no further
+    chips, problems = npu.resolve(chip_map, summary, remaps, devices, module.params["device_map"])
+    found = dict(npu.describe(chips, summary), chips=chips, problems=problems if rc == 0 else [],
+                 device_map=dict((str(c["logic"]), c["physical"]) for c in chips))
+    return {"rc": rc, "stdout": out, "stderr": err}, found
 
 
 def _model(path):
@@ -134,7 +224,9 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             npu_smi=dict(type="str", default="npu-smi"),
-            cann_home=dict(type="path", default="/usr/local/Ascend/ascend-toolkit"),
+            ascend_home=dict(type="path", default="/usr/local/Ascend"),
+            cann_layout=dict(type="str", default="auto", choices=["auto"] + list(cann.LAYOUTS)),
+            device_map=dict(type="dict", default={}),
             model=dict(type="path"),
         ),
         supports_check_mode=True,
@@ -142,22 +234,34 @@ def main():
     rc, out, err = _run(module, ["ip", "-j", "-4", "addr", "show"])
     if rc != 0:
         module.fail_json(msg="ip -j -4 addr show failed (rc %d): %s" % (rc, err.strip()))
-    npu_rc, npu_out, npu_err = _run(module, [module.params["npu_smi"], "info", "-l"])
     ss_rc, ss_out, ss_err = _run(module, ["ss", "-ltnpH"])
     if ss_rc != 0:
         module.fail_json(msg="ss -ltnpH failed (rc %d): %s" % (ss_rc, ss_err.strip()))
+    try:
+        device_map = dict((int(k), int(v)) for k, v in module.params["device_map"].items())
+    except (TypeError, ValueError):
+        module.fail_json(msg="ascend_npu_device_map must map logic IDs to physical IDs, both integers "
+                             "(found %r)" % (module.params["device_map"],))
+    module.params["device_map"] = device_map
     sockets = parse.listeners(ss_out)
     for socket in sockets:
         socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"])) if socket["pid"] else None
     devices = sorted(index for index in (parse.davinci_index(os.path.basename(path))
                                          for path in glob.glob("/dev/davinci*")) if index is not None)
+    npu_smi, chips = _npu(module, devices)
+    toolkit, notes, problems = _cann(module.params["ascend_home"], module.params["cann_layout"])
     model = module.params["model"]
     module.exit_json(
         changed=False,
         ipv4=parse.ipv4_by_interface(out),
-        npu_smi={"rc": npu_rc, "stdout": npu_out, "stderr": npu_err, "ids": parse.npu_ids(npu_out)},
+        npu_smi=npu_smi,
+        npu=chips,
         device_files=devices,
-        cann_version=_cann_version(module.params["cann_home"]),
+        cann=toolkit,
+        cann_version=toolkit["version"] if toolkit else None,
+        cann_notes=notes,
+        cann_problems=problems,
+        driver=cann.driver(_read(os.path.join(module.params["ascend_home"], "driver", "version.info"))),
         model=_model(model) if model else None,
         listeners=sockets,
     )

@@ -15,8 +15,10 @@ version_added: 0.1.0
 description:
   - For each NPU device, runs the checks of the vllm-ascend multi-node guide with C(hccn_tool)
     (C(-link -g), C(-net_health -g), C(-lldp -g), C(-netdetect -g), C(-gateway -g), C(-ip -g)),
-    and reads C(/etc/hccn.conf).
-  - Optionally pings NPU addresses of other nodes (C(-ping -g address X)) from a local device.
+    reads the TLS switch (C(-tls -g), judged across the cluster by the caller), on Atlas A3 dies the
+    vNIC (C(-vnic -g)), and reads C(/etc/hccn.conf).
+  - Optionally pings NPU addresses of other nodes (C(-ping -g address X)), or on Atlas A3 their vNIC
+    addresses over HCCS (C(-hccs_ping -g address X)), from a local device.
   - Reports every failure (device, check, expected, found); it never fails on them itself, so that
     a play can gather all nodes' failures into one report.
   - Read-only; runs the same in check mode.
@@ -31,16 +33,24 @@ attributes:
     support: none
 options:
   devices:
-    description: NPU device ids to check.
+    description: Physical IDs of the NPUs to check (the N of C(/dev/davinciN), what C(hccn_tool -i) takes).
     type: list
     elements: int
     required: true
+  tls:
+    description: Read each device's TLS switch (C(-tls -g)); a device that does not answer reports null.
+    type: bool
+    default: true
+  vnic:
+    description: Check each device's vNIC (C(-vnic -g)), as on Atlas A3 dies.
+    type: bool
+    default: false
   hccn_tool:
     description: Path or name of C(hccn_tool).
     type: str
     default: hccn_tool
   hccn_conf:
-    description: The NPU network configuration file that must exist.
+    description: The NPU network configuration file that must exist (checked when O(devices) is not empty).
     type: path
     default: /etc/hccn.conf
   ping_targets:
@@ -61,6 +71,11 @@ options:
         description: The node that owns the address, for the report.
         type: str
         default: ""
+      kind:
+        description: C(ping) (NPU IP over the NPU network) or C(hccs_ping) (A3 vNIC address over HCCS).
+        type: str
+        choices: [ping, hccs_ping]
+        default: ping
 """
 
 EXAMPLES = r"""
@@ -79,7 +94,7 @@ npus:
   returned: always
   type: dict
   sample: {"0": {"link": "UP", "net_health": "Success", "lldp": "400GE1/1/5:1",
-                 "netdetect": "10.20.0.1", "gateway": "10.20.0.1", "ip": "10.20.0.11"}}
+                 "netdetect": "10.20.0.1", "gateway": "10.20.0.1", "ip": "10.20.0.11", "tls": "0"}}
 hccn_conf_present:
   description: Whether O(hccn_conf) exists.
   returned: always
@@ -95,7 +110,7 @@ failures:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERIES, judge, judge_ping, parse
+from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERIES, TLS, VNIC, judge, judge_ping, parse
 
 
 def run(module, *args):
@@ -107,12 +122,15 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             devices=dict(type="list", elements="int", required=True),
+            tls=dict(type="bool", default=True),
+            vnic=dict(type="bool", default=False),
             hccn_tool=dict(type="str", default="hccn_tool"),
             hccn_conf=dict(type="path", default="/etc/hccn.conf"),
             ping_targets=dict(type="list", elements="dict", default=[], options=dict(
                 device=dict(type="int", required=True),
                 address=dict(type="str", required=True),
                 node=dict(type="str", default=""),
+                kind=dict(type="str", default="ping", choices=["ping", "hccs_ping"]),
             )),
         ),
         supports_check_mode=True,
@@ -124,18 +142,20 @@ def main():
     npus, failures = {}, []
     for device in module.params["devices"]:
         answers = {}
-        for query in QUERIES:
+        queries = QUERIES + ((TLS,) if module.params["tls"] else ()) + ((VNIC,) if module.params["vnic"] else ())
+        for query in queries:
             rc, output = run(module, "-i", device, "-" + query, "-g")
             answers[query] = {"rc": rc, "output": output, "value": parse(query, output) if rc == 0 else None}
         npus[str(device)] = {q: a["value"] for q, a in answers.items()}
-        failures.extend(judge(device, answers))
+        failures.extend(judge(device, dict((q, a) for q, a in answers.items() if q != TLS)))
     conf_present = os.path.isfile(module.params["hccn_conf"])
-    if not conf_present:
+    if not conf_present and module.params["devices"]:  # once per node: a ping-only run does not ask
         failures.append({"device": None, "check": "hccn.conf", "expected": "%s present" % module.params["hccn_conf"],
                          "found": "missing"})
     for target in module.params["ping_targets"]:
-        rc, output = run(module, "-i", target["device"], "-ping", "-g", "address", target["address"])
-        failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output))
+        kind = target["kind"]
+        rc, output = run(module, "-i", target["device"], "-" + kind, "-g", "address", target["address"])
+        failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output, kind))
     module.exit_json(changed=False, npus=npus, hccn_conf_present=conf_present, failures=failures)
 
 

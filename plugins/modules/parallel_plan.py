@@ -116,6 +116,13 @@ options:
       - When neither this nor O(model_config) is given and O(model) is a local directory with
         a C(config.json), that file is read.
     type: path
+  devices_pending:
+    description:
+      - The nodes' devices will be detected later (the preflight's first, inventory-only plan); where a
+        node's devices are only assumed from O(nodes[].npus_per_node), the capacity checks wait for the
+        detected ones instead of refusing a layout on the assumed count (an Atlas A3 node has 16).
+    type: bool
+    default: false
   nodes:
     description: The cluster's nodes, head included, in inventory order.
     type: list
@@ -138,9 +145,17 @@ options:
         description: The NIC carrying O(nodes[].node_ip); unset leaves the socket variables unresolved.
         type: str
       npu_devices:
-        description: NPU ids the node may use.
+        description: Logic IDs of the NPU chips the node may use (C(ASCEND_RT_VISIBLE_DEVICES)).
         type: list
         elements: int
+      device_map:
+        description:
+          - Physical ID (the N of C(/dev/davinciN), what C(hccn_tool -i) takes) by logic ID, as the preflight
+            detected it or C(ascend_npu_device_map) gives it; a logic ID not in it is its own physical ID.
+        type: dict
+      npu_family:
+        description: The NPU family the preflight detected (V(910B), V(910_93), V(310P), ...), passed through.
+        type: str
       npus_per_node:
         description: Gives devices 0..N-1 when O(nodes[].npu_devices) is unset.
         type: int
@@ -239,6 +254,8 @@ nodes:
       env: {ASCEND_RT_VISIBLE_DEVICES: "0,1", MS_ENABLE_LCCL: "off", GLOO_SOCKET_IFNAME: enp189s0f0}
       unresolved_env: []
       visible_devices: [0, 1]
+      physical_devices: [0, 1]
+      npu_family: 910B
       data_parallel_size_local: 2
       data_parallel_start_rank: null
 plan_warnings:
@@ -273,6 +290,8 @@ NODE_SPEC = dict(
     node_ip=dict(type="str", required=True),
     nic=dict(type="str"),
     npu_devices=dict(type="list", elements="int"),
+    device_map=dict(type="dict"),
+    npu_family=dict(type="str"),
     npus_per_node=dict(type="int", default=NODE_DEFAULTS["npus_per_node"]),
     data_parallel_size_local=dict(type="int"),
     data_parallel_start_rank=dict(type="int"),
@@ -299,6 +318,7 @@ ARGUMENT_SPEC = dict(
     dp_rpc_port=dict(type="int", default=DEFAULTS["dp_rpc_port"]),
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
+    devices_pending=dict(type="bool", default=False),
     nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
 )
 

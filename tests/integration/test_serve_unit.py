@@ -78,11 +78,12 @@ def test_podman_runs_the_planned_command_in_the_image(units):
                  "/etc/ascend_install.info"):
         assert "--volume=%s:%s:ro" % (path, path) in options
     assert "--volume=/root/.cache:/root/.cache" in options
-    # Variables by name only: podman takes the values from the unit's EnvironmentFile=s.
+    # Variables by name only: podman takes the values from the unit's EnvironmentFile=s; but the runtime in
+    # the container numbers the devices it was given from 0, so ASCEND_RT_VISIBLE_DEVICES is set for it.
     passed = {o.split("=", 1)[1] for o in options if o.startswith("--env=")}
-    assert {"HCCL_IF_IP", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "ASCEND_RT_VISIBLE_DEVICES",
-            "VLLM_API_KEY"} <= passed
-    assert all("=" not in name for name in passed)
+    assert {"HCCL_IF_IP", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "VLLM_API_KEY"} <= passed
+    assert "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in passed
+    assert all("=" not in name for name in passed if not name.startswith("ASCEND_RT_VISIBLE_DEVICES="))
     assert command[:10] == ["vllm", "serve", "Qwen/Qwen3-235B-A22B", "--tensor-parallel-size", "8",
                             "--pipeline-parallel-size", "2", "--distributed-executor-backend", "ray", "--port"]
 

@@ -9,7 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${ASCEND_SIM_CACHE:-$repo/.cache/sim}
 mirror=${ASCEND_SIM_MIRROR:-http://deb.debian.org/debian}
-cann_version=${ASCEND_SIM_CANN_VERSION:-8.0.RC1}
+# nnrt packages (pyACL) for both CANN layouts the profiles simulate.
+cann_versions=${ASCEND_SIM_CANN_VERSIONS:-8.0.RC1 8.5.0}
 ray_requirement=${ASCEND_SIM_RAY:-ray[default]==2.52.1}
 arch=$(uname -m)
 packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables
@@ -35,7 +36,7 @@ fi
 # The serve doubles parse exactly the options the collection knows vLLM has.
 options="$repo/plugins/module_utils/vllm_serve_options.py"
 inputs=$( (cd "$here" && find doubles image nnrt build-image.sh -type f -print0 | sort -z \
-  | xargs -0 sha256sum; sha256sum < "$options"; echo "$base $cann_version $ray_requirement $arch") \
+  | xargs -0 sha256sum; sha256sum < "$options"; echo "$base $cann_versions $ray_requirement $arch") \
   | sha256sum | cut -c1-12)
 image="localhost/ascend-sim-node:$inputs"
 if ! podman image exists "$image"; then
@@ -43,7 +44,11 @@ if ! podman image exists "$image"; then
   trap 'rm -rf "$context"' EXIT
   cp -r "$here/doubles" "$here/image" "$context/"
   cp "$options" "$context/doubles/"
-  "$here/nnrt/build-nnrt.sh" "$cann_version" "$arch" "$context/packages" >/dev/null
+  for version in $cann_versions; do
+    "$here/nnrt/build-nnrt.sh" "$version" "$arch" "$context/packages" >/dev/null
+  done
+  # The pyACL double dlopens this stand-in for CANN's libascendcl.so (built for this machine's architecture).
+  gcc -shared -fPIC -o "$context/doubles/libascendcl.so" "$here/doubles/libascendcl.c"
   wheelhouse="$cache/wheelhouse-$(printf '%s' "$ray_requirement" | sha256sum | cut -c1-12)"
   if [ ! -f "$wheelhouse/.complete" ]; then
     log "downloading $ray_requirement into $wheelhouse"

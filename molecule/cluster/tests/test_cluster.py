@@ -7,7 +7,7 @@ import re
 import pytest
 import testinfra.utils.ansible_runner
 
-HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("ascend_cluster")
 # podman exec directly: an order of magnitude faster than going through ansible.
 testinfra_hosts = ["podman://" + name for name in HOSTS]
 
@@ -71,7 +71,7 @@ def test_hccn_tool_answers_healthy(host):
         assert host.check_output("hccn_tool -i %d -link -g" % device) == "link status: UP"
         assert host.check_output("hccn_tool -i %d -net_health -g" % device) == "net health status: Success"
         assert "Ifname:" in host.check_output("hccn_tool -i %d -lldp -g" % device)
-        assert host.check_output("hccn_tool -i %d -netdetect -g" % device).startswith("netdetect address: 10.")
+        assert host.check_output("hccn_tool -i %d -netdetect -g" % device).startswith("netdetect addr: 10.")
         assert host.check_output("hccn_tool -i %d -gateway -g" % device).startswith("default gateway:10.")
     assert host.run("hccn_tool -i %d -link -g" % NPUS[name_of(host)]).rc != 0
     assert "address_0=" in host.file("/etc/hccn.conf").content_string
@@ -116,18 +116,21 @@ def test_cann_version_is_per_node(host):
 
 
 def test_nnrt_package_extracts_and_installs_pyacl(host):
-    run = host.check_output("ls /opt/ascend-packages/Ascend-cann-nnrt_*_linux-*.run")
+    run = host.check_output("ls /opt/ascend-packages/Ascend-cann-nnrt_8.0.RC1_linux-*.run")
     host.check_output("rm -rf /tmp/nnrt /tmp/pyacl && %s --noexec --extract=/tmp/nnrt --quiet" % run)
     installer = host.check_output("ls /tmp/nnrt/run_package/Ascend-pyACL_*_linux-*.run")
     host.check_output("%s --full --install-path=/tmp/pyacl --quiet" % installer)
     site = host.check_output("ls -d /tmp/pyacl/CANN-*/python/site-packages")
-    out = host.check_output("PYTHONPATH=%s python3 -c 'import acl; print(acl.rt.get_device_count()[0], "
-                            "acl.get_soc_name())'" % site)
+    cann = ". /usr/local/Ascend/ascend-toolkit/set_env.sh; "
+    out = host.check_output("bash -c '%s PYTHONPATH=%s python3 -c \"import acl; print(acl.rt.get_device_count()[0], "
+                            "acl.get_soc_name())\"'" % (cann, site))
     assert out == "%d Ascend910B1" % NPUS[name_of(host)]
-    narrowed = host.check_output("ASCEND_RT_VISIBLE_DEVICES=0,1,9 PYTHONPATH=%s python3 -c "
-                                 "'import acl; print(acl.rt.get_device_count()[0])'" % site)
+    narrowed = host.check_output("bash -c '%s ASCEND_RT_VISIBLE_DEVICES=0,1 PYTHONPATH=%s python3 -c "
+                                 "\"import acl; print(acl.rt.get_device_count()[0])\"'" % (cann, site))
     assert narrowed == "2"
     assert host.run("python3 -c 'import acl'").rc != 0, "pyACL must not be importable before it is installed"
+    # Installed but without the CANN environment: libascendcl.so is not found, as on a real node.
+    assert "libascendcl.so" in host.run("PYTHONPATH=%s python3 -c 'import acl'" % site).stderr
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 import testinfra
 import testinfra.utils.ansible_runner
 
-HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("ascend_cluster")
 HEAD = "sim-head"
 testinfra_hosts = ["podman://" + HEAD]
 PROBE = "/opt/ray-probe"

@@ -72,14 +72,45 @@ def test_wrong_nic(unchanged):
 
 
 def test_cann_version_mismatch(unchanged):
-    restore = hardware("prep-worker2", cann_version="8.0.RC2")
+    # An older CANN comes in the older layout: the versions are compared whatever the layout.
+    restore = hardware("prep-worker2", cann_version="8.0.RC2", cann_layout="ascend-toolkit")
     try:
         code, out = prepare()
     finally:
         restore()
     assert code != 0
-    assert ("CANN versions differ; every node must run the same: prep-head 8.0.RC1, prep-worker1 8.0.RC1, "
+    assert ("CANN versions differ; every node must run the same: prep-head 8.5.0, prep-worker1 8.5.0, "
             "prep-worker2 8.0.RC2") in out
+
+
+def test_a_chip_without_its_device_file(unchanged):
+    restore = hardware("prep-worker1", missing_devices=[2])
+    try:
+        code, out = prepare()
+    finally:
+        restore()
+    assert code != 0
+    assert "preflight found 1 problem(s); nothing was changed" in out
+    assert ("host prep-worker1: NPU 2 chip 0 (logic ID 2) has no /dev/davinci2 (physical ID from the logic ID, "
+            "as on a host; found /dev/davinci0-1,3)") in out
+
+
+def test_netdetect_unset_and_a_tls_switch_that_differs(unchanged):
+    restore_head = hardware("prep-head", faults={"1": {"netdetect": False}})
+    restore_worker = hardware("prep-worker2", tls={"7": 1})
+    try:
+        code, out = prepare()
+    finally:
+        restore_head()
+        restore_worker()
+    assert code != 0
+    assert "NPU network check failed (2 failure(s))" in out
+    rows = [line.split(None, 3) for line in out.splitlines() if line.startswith("prep-")]
+    netdetect = [r for r in rows if r[:3] == ["prep-head", "1", "netdetect"]]
+    assert netdetect and netdetect[0][3].endswith("netdetect addr: 0.0.0.0"), out
+    # prep-worker2's second chip: logic ID 1, physical ID 7, the number hccn_tool takes.
+    tls = [r for r in rows if r[:3] == ["prep-worker2", "7", "tls"]]
+    assert tls and "tls switch[0] as on 8 other NPU(s)" in tls[0][3] and tls[0][3].endswith("tls switch[1]"), out
 
 
 def test_one_npu_link_down(unchanged):

@@ -1,4 +1,5 @@
-"""Prepared nodes: unique names that resolve, the plan's environment, pyACL that Ray detects through."""
+"""Prepared nodes: unique names that resolve, the plan's environment from the CANN 8.5 layout,
+pyACL that Ray detects through, logic and physical NPU IDs kept apart."""
 
 import os
 import re
@@ -9,8 +10,11 @@ import testinfra.utils.ansible_runner
 HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")
 testinfra_hosts = ["podman://" + name for name in HOSTS]
 
+# Logic IDs (ASCEND_RT_VISIBLE_DEVICES) and the /dev/davinciN files (physical IDs) of each node.
 DEVICES = {"prep-head": "0,1,2,3", "prep-worker1": "0,1,2", "prep-worker2": "0,1"}
-SITE = "/usr/local/Ascend/pyACL/CANN-8.0.RC1/python/site-packages"
+DEVICE_FILES = {"prep-head": [0, 1, 2, 3], "prep-worker1": [0, 1, 2, 3], "prep-worker2": [6, 7]}
+SITE = "/usr/local/Ascend/pyACL/CANN-8.5.0/python/site-packages"
+CANN_HOME = "/usr/local/Ascend/cann-8.5.0"
 ENV_FILE = "/etc/ascend-inference/node.env"
 PROBE = "/opt/ray-probe"
 
@@ -51,10 +55,20 @@ def test_environment_file_is_the_plan(host):
         assert env[name] == "eth0", name
     assert env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] == "1"
     assert env["VLLM_LOGGING_LEVEL"] == "INFO"  # ascend_extra_env
-    # What the CANN set_env.sh exports, for services that cannot source it.
-    assert env["ASCEND_TOOLKIT_HOME"] == "/usr/local/Ascend/ascend-toolkit/latest"
+    # What the cann layout's set_env.sh (/usr/local/Ascend/cann/set_env.sh) exports, for services
+    # that cannot source it: there is no ascend-toolkit tree on these nodes.
+    assert not host.file("/usr/local/Ascend/ascend-toolkit").exists
+    assert env["ASCEND_TOOLKIT_HOME"] == CANN_HOME and env["ASCEND_HOME_PATH"] == CANN_HOME
+    assert CANN_HOME + "/lib64" in env["LD_LIBRARY_PATH"].split(":")
     assert env["PYTHONPATH"].split(":")[0] == SITE
-    assert "/usr/local/Ascend/ascend-toolkit/latest/python/site-packages" in env["PYTHONPATH"].split(":")
+    assert CANN_HOME + "/python/site-packages" in env["PYTHONPATH"].split(":")
+
+
+def test_device_files_are_physical_ids_and_the_runtime_gets_logic_ids(host):
+    files = sorted(int(name[7:]) for name in host.check_output("ls /dev").split()
+                   if name.startswith("davinci") and name[7:].isdigit())
+    assert files == DEVICE_FILES[name_of(host)]
+    assert node_env(host)["ASCEND_RT_VISIBLE_DEVICES"] == DEVICES[name_of(host)]
 
 
 def test_profile_snippet_gives_shells_the_environment(host):
@@ -62,10 +76,13 @@ def test_profile_snippet_gives_shells_the_environment(host):
     assert out == DEVICES[name_of(host)]
 
 
-def test_pyacl_imports_with_the_node_environment(host):
-    out = host.check_output("env -i bash -c 'set -a; . %s; python3 -c \"import acl; print(acl.rt.get_device_count()[0])\"'"
-                            % ENV_FILE)
+def test_pyacl_imports_with_the_node_environment_only(host):
+    code = "import acl; print(acl.rt.get_device_count()[0])"
+    out = host.check_output("env -i bash -c 'set -a; . %s; python3 -c \"%s\"'" % (ENV_FILE, code))
     assert out == str(len(DEVICES[name_of(host)].split(",")))
+    # pyACL on PYTHONPATH alone is not enough: acl needs libascendcl.so from the CANN environment.
+    bare = host.run("env -i PYTHONPATH=%s python3 -c '%s'" % (SITE, code))
+    assert bare.rc != 0 and "libascendcl.so: cannot open shared object file" in bare.stderr
 
 
 def test_ray_sees_the_devices_the_environment_allows(host):

@@ -1,4 +1,4 @@
-"""Seed scenario 8 (scaled): mp data parallelism with a headless worker, an API key."""
+"""Seed scenario 8 on Atlas A3 nodes: mp data parallelism with a headless worker, an API key."""
 
 import time
 
@@ -20,18 +20,20 @@ def test_head_runs_rank_0_and_1_with_the_coordinator():
     head_ip = address_of(node(HEAD))
     assert {k: found.get(k) for k in ("--tensor-parallel-size", "--data-parallel-size", "--data-parallel-size-local",
                                       "--data-parallel-address", "--data-parallel-rpc-port", "--port")} == {
-        "--tensor-parallel-size": "2", "--data-parallel-size": "4", "--data-parallel-size-local": "2",
+        "--tensor-parallel-size": "8", "--data-parallel-size": "4", "--data-parallel-size-local": "2",
         "--data-parallel-address": head_ip, "--data-parallel-rpc-port": "29550", "--port": "8000"}
     assert "--headless" not in found and "--data-parallel-start-rank" not in found
     assert found["--enable-expert-parallel"] is True
     assert found["--additional-config"] == '{"expert_parallel": 4}'
     assert found["--served-model-name"] == NAME
-    assert env["ASCEND_RT_VISIBLE_DEVICES"] == "0,1,2,3"
+    # Every die of the A3 node, by logic ID: 2 local DP ranks x TP 8.
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == ",".join(str(n) for n in range(16))
 
 
 def test_worker_is_headless_from_rank_2():
     argv, _env = serve_process(node(WORKER))
     found = flags(argv)
+    assert _env["ASCEND_RT_VISIBLE_DEVICES"] == ",".join(str(n) for n in range(16))
     assert found["--headless"] is True
     assert found["--data-parallel-start-rank"] == "2" and found["--data-parallel-size-local"] == "2"
     assert found["--data-parallel-address"] == address_of(node(HEAD))

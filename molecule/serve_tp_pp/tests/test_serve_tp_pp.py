@@ -1,4 +1,5 @@
-"""Seed scenario 9 (scaled): vllm-ascend, Ray, TP 2 x PP 2 over two nodes; restarts and a plan change."""
+"""Seed scenario 9 on Atlas A3 nodes: vllm-ascend, Ray, TP 16 x PP 2 over two nodes of 16 dies;
+restarts and a plan change."""
 
 import json
 
@@ -20,7 +21,7 @@ def test_head_serves_with_the_ray_executor():
     argv, env = serve_process(node(HEAD))
     assert argv[:3] == ["/usr/local/bin/vllm", "serve", MODEL], argv
     found = flags(argv)
-    assert found["--tensor-parallel-size"] == "2" and found["--pipeline-parallel-size"] == "2"
+    assert found["--tensor-parallel-size"] == "16" and found["--pipeline-parallel-size"] == "2"
     assert found["--distributed-executor-backend"] == "ray" and found["--port"] == "8000"
     assert "--data-parallel-size" not in found and "--headless" not in found
     head_ip = address_of(node(HEAD))
@@ -28,7 +29,8 @@ def test_head_serves_with_the_ray_executor():
     nic = node(HEAD).check_output("ip -4 -o addr show scope global | awk '{print $2}'")
     assert env["GLOO_SOCKET_IFNAME"] == nic and env["TP_SOCKET_IFNAME"] == nic
     assert env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] == "1"
-    assert env["ASCEND_RT_VISIBLE_DEVICES"] == "0,1"
+    # Every die of the A3 node, by logic ID.
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == ",".join(str(n) for n in range(16))
     # The engine is a Ray client of the token-protected cluster.
     assert env["RAY_AUTH_MODE"] == "token"
 
@@ -43,7 +45,19 @@ def test_worker_runs_ray_only():
 
 def test_the_engine_holds_npus_on_both_nodes():
     journal = node(HEAD).check_output("journalctl -u ascend-serve.service --no-pager")
-    assert "reserved 1 placement group(s) of 4 NPU(s) each" in journal
+    assert "reserved 1 placement group(s) of 32 NPU(s) each" in journal
+
+
+def test_ray_counts_16_npus_per_a3_node_through_pyacl():
+    head = node(HEAD)
+    head.check_output("cat > /tmp/ray-nodes.py <<'EOF'\nimport json, ray\nray.init(address='auto', logging_level='ERROR')\n"
+                      "print(json.dumps([n['Resources'] for n in ray.nodes() if n['Alive']]))\nEOF")
+    out = head.check_output("env -i bash -c 'set -a; . /etc/ascend-inference/node.env; . /etc/ascend-inference/ray.env; "
+                            "/opt/ascend-inference/venv/bin/python /tmp/ray-nodes.py'")
+    resources = json.loads(out.strip().splitlines()[-1])
+    assert sorted(r.get("NPU") for r in resources) == [16.0, 16.0]
+    # The accelerator type comes from acl.get_soc_name(): Ray imported pyACL with the CANN environment.
+    assert all(r.get("accelerator_type:Ascend910_9391") == 1.0 for r in resources), resources
 
 
 def test_completion_from_the_worker():
@@ -53,7 +67,7 @@ def test_completion_from_the_worker():
 def test_status_shows_every_service():
     code, out = playbook("status.yml")
     assert code == 0, out[-3000:]
-    assert "Ray: 2/2 nodes alive, 4 NPUs" in out
+    assert "Ray: 2/2 nodes alive, 32 NPUs" in out
     assert "API http://%s:8000: /health 200" % address_of(node(HEAD)) in out
     for name in (HEAD, WORKER):
         assert [line for line in out.splitlines() if line.strip().startswith(name + " ") and "active/running" in line]
@@ -70,13 +84,13 @@ def test_restart_restarts_ray_then_serve():
 
 def test_a_new_tp_restarts_only_the_head_serve():
     before = pids()
-    code, out = playbook("deploy.yml", "-e", json.dumps({"ascend_tensor_parallel_size": 1}))
+    code, out = playbook("deploy.yml", "-e", json.dumps({"ascend_tensor_parallel_size": 8}))
     assert code == 0, out[-3000:]
     after = pids()
     assert after[(HEAD, "ascend-serve.service")] != before[(HEAD, "ascend-serve.service")]
     assert {k: v for k, v in after.items() if k != (HEAD, "ascend-serve.service")} == \
         {k: v for k, v in before.items() if k != (HEAD, "ascend-serve.service")}, "Ray must not restart"
     found = flags(serve_process(node(HEAD))[0])
-    # World size 2 fits the head's two NPUs: no Ray executor any more.
-    assert found["--tensor-parallel-size"] == "1" and "--distributed-executor-backend" not in found
+    # World size 16 fits the head's 16 dies: no Ray executor any more.
+    assert found["--tensor-parallel-size"] == "8" and "--distributed-executor-backend" not in found
     assert completion(node(WORKER), address_of(node(HEAD)), NAME)

@@ -1,20 +1,34 @@
 """Shared state of the simulated Ascend node (test double, never shipped).
 
 The node's hardware is described by one JSON file the tests may change,
-/etc/ascend-sim/node.json:
+/etc/ascend-sim/node.json (every key optional):
 
     {
-      "npu_count": 8,                 # /dev/davinci0..N-1
-      "cann_version": "8.0.RC1",      # CANN toolkit version files
-      "soc_name": "Ascend910B1",      # what pyACL and npu-smi report
-      "faults": {"3": {"link": "DOWN", "net_health": "Init", "ping_loss": true,
-                       "lldp": false, "netdetect": false, "gateway": false}},
+      "profile": "A2",                # A2 (Atlas 800I A2, 910B), A3 (8 cards x 2 dies), 300I-Duo (310P, 2 chips per card)
+      "npu_count": 8,                 # chips (dies); the profile's default
+      "cards": [1, 2, 4, 5],          # NPU IDs of the cards; the profile's default
+      "physical_offset": 0,           # physical ID of logic ID 0: 4 is a container given /dev/davinci4..
+      "missing_devices": [3],         # physical IDs whose /dev/davinciN is absent although npu-smi lists the chip
+      "phyid_remap": true,            # npu-smi answers `info -t phyid-remap -p N`
+      "driver_form": "new",           # hccn_tool prints `netdetect addr:` (new) or `netdetect address:` (old)
+      "driver_version": "24.1.rc2.2",
+      "cann_version": "8.0.RC1",
+      "cann_layout": "ascend-toolkit",  # or "cann": /usr/local/Ascend/cann-<version> (CANN 8.5 and later)
+      "soc_name": "Ascend910B1",      # what pyACL reports; npu-smi's names follow from it
+      "tls": {"3": 1},                # TLS switch per physical ID (default 0)
+      "faults": {"3": {"link": "DOWN", "net_health": "Init", "ping_loss": true, "vnic": false,
+                       "lldp": false, "netdetect": false, "gateway": false, "ip": false}},
       "fail": {"npu-smi": "dcmi module initialize failed. ret is -8005",
                "hccn_tool": "..."}    # a tool that must fail outright
     }
 
-`ascend-sim apply` turns it into the files the real tools would find. Every
-path is taken under $ASCEND_SIM_ROOT (default "/") so that the unit tests can
+`ascend-sim apply` turns it into the files the real tools would find. When
+/etc/ascend-sim/bundle.json (a support bundle written by playbooks/collect.yml)
+is present, the node replays that bundle instead: its files and device files
+are written as recorded, and npu-smi and hccn_tool answer every recorded
+command exactly as it answered on the node it came from.
+
+Every path is taken under $ASCEND_SIM_ROOT (default "/") so that the unit tests can
 run the doubles in a scratch directory.
 """
 
@@ -22,19 +36,35 @@ import glob
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
+PROFILES = {
+    # Atlas 800I A2: one 910B chip per card, cards 0..N-1 (npu-smi-info*__910B4_800I-A2_25.0.rc1.1__1.txt).
+    "A2": {"chips_per_card": 1, "npu_count": 8, "cards": None, "soc_name": "Ascend910B1"},
+    # Atlas A3: two dies per card named "Ascend910", Phy-ID in the table (npu-smi-info__A3_910C-...__1.txt).
+    "A3": {"chips_per_card": 2, "npu_count": 16, "cards": None, "soc_name": "Ascend910_9391", "card_name": "Ascend910"},
+    # Atlas 300I Duo: two 310P3 chips per card, sparse NPU IDs (npu-smi-info-m__310P_atlas300I-duo__1.txt).
+    "300I-Duo": {"chips_per_card": 2, "npu_count": 8, "cards": [1, 2, 4, 5], "soc_name": "Ascend310P3",
+                 "npu_network": False},
+}
 DEFAULTS = {
-    "npu_count": 8,
+    "profile": "A2",
+    "physical_offset": 0,
+    "missing_devices": [],
+    "phyid_remap": True,
+    "driver_form": "new",
     "cann_version": "8.0.RC1",
-    "soc_name": "Ascend910B1",
-    "driver_version": "23.0.6",
+    "cann_layout": "ascend-toolkit",
+    "driver_version": "24.1.rc2.2",
+    "tls": {},
     "faults": {},
     "fail": {},
 }
 ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(
     platform.machine().lower(), platform.machine())
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def path(*parts):
@@ -42,7 +72,8 @@ def path(*parts):
 
 
 STATE = "/etc/ascend-sim/node.json"
-TOOLKIT = "/usr/local/Ascend/ascend-toolkit"
+BUNDLE = "/etc/ascend-sim/bundle.json"
+ASCEND = "/usr/local/Ascend"
 
 
 def load_state():
@@ -52,7 +83,33 @@ def load_state():
             state.update(json.load(handle))
     except FileNotFoundError:
         pass
+    profile = PROFILES[state["profile"]]
+    for key in ("npu_count", "soc_name"):
+        if state.get(key) is None:
+            state[key] = profile[key]
     return state
+
+
+def load_bundle():
+    """The support bundle this node replays, or None."""
+    try:
+        with open(path(BUNDLE)) as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None
+
+
+def replay(tool, argv):
+    """Answer like the node the bundle came from did; exit when the command is not recorded."""
+    bundle = load_bundle()
+    for command in bundle["commands"]:
+        if os.path.basename(command["argv"][0]) == tool and command["argv"][1:] == argv:
+            sys.stdout.write(command["stdout"])
+            sys.stderr.write(command["stderr"])
+            sys.exit(command["rc"])
+    sys.stderr.write("(replay) %s %s was not recorded in the bundle of %s\n"
+                     % (tool, " ".join(argv), bundle.get("host")))
+    sys.exit(127)
 
 
 def fail_if_told(tool, state):
@@ -63,6 +120,47 @@ def fail_if_told(tool, state):
         sys.exit(1)
 
 
+def card_name(state):
+    """The Name npu-smi's table gives a card: 910B1, Ascend910, 310P3."""
+    return PROFILES[state["profile"]].get("card_name") or state["soc_name"].replace("Ascend", "")
+
+
+def chip_name(state):
+    """The Chip Name of `npu-smi info -m`: "Ascend 910B1" as in the captures (A3: no capture, its card name)."""
+    return PROFILES[state["profile"]].get("card_name") or "Ascend " + card_name(state)
+
+
+def cards(state):
+    """NPU IDs of the cards: the state's, the profile's (extended past its list), or 0..N-1."""
+    per_card = PROFILES[state["profile"]]["chips_per_card"]
+    count = -(-int(state["npu_count"]) // per_card)
+    listed = list(state.get("cards") or PROFILES[state["profile"]]["cards"] or [])
+    while len(listed) < count:
+        listed.append(listed[-1] + 1 if listed else 0)
+    return listed[:count]
+
+
+def chips(state):
+    """Every chip: card (NPU ID), chip (Chip ID), logic (Chip Logic ID), physical (/dev/davinciN)."""
+    per_card = PROFILES[state["profile"]]["chips_per_card"]
+    found = []
+    for card in cards(state):
+        for chip in range(per_card):
+            if len(found) == int(state["npu_count"]):
+                break
+            logic = len(found)
+            found.append({"card": card, "chip": chip, "logic": logic,
+                          "physical": logic + int(state["physical_offset"])})
+    return found
+
+
+def chip_by_physical(state, physical):
+    for chip in chips(state):
+        if chip["physical"] == physical:
+            return chip
+    return None
+
+
 def device_ids():
     """Ids of the /dev/davinciN files present (what the driver exposes)."""
     ids = []
@@ -71,6 +169,25 @@ def device_ids():
         if suffix.isdigit():
             ids.append(int(suffix))
     return sorted(ids)
+
+
+def visible_logic_ids():
+    """Logic IDs the runtime can open: chips whose device file exists, narrowed by ASCEND_RT_VISIBLE_DEVICES.
+
+    Like the real runtime, a listed ID that is not a chip of this node is an error.
+    """
+    state = load_state()
+    present = set(device_ids())
+    usable = [c["logic"] for c in chips(state) if c["physical"] in present]
+    visible = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
+    if visible is None:
+        return usable
+    wanted = [int(v) for v in visible.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in usable]
+    if unknown:
+        raise RuntimeError("ASCEND_RT_VISIBLE_DEVICES=%s names device(s) %s that this node does not have "
+                           "(logic IDs %s)" % (visible, unknown, usable))
+    return wanted
 
 
 def node_ip(state):
@@ -87,7 +204,7 @@ def node_ip(state):
 
 
 def npu_ip(device, ip):
-    """NPU i of the node a.b.c.d answers at 10.(100+i).c.d."""
+    """NPU (physical ID) i of the node a.b.c.d answers at 10.(100+i).c.d."""
     octets = ip.split(".")
     return "10.%d.%s.%s" % (100 + device, octets[2], octets[3])
 
@@ -98,10 +215,24 @@ def node_of_npu_ip(address, own_ip):
     if len(octets) != 4 or octets[0] != "10" or not all(o.isdigit() for o in octets):
         return None
     device = int(octets[1]) - 100
-    if not 0 <= device < 16:
+    if not 0 <= device < 32:
         return None
     prefix = own_ip.split(".")[:2]
     return ".".join(prefix + octets[2:]), device
+
+
+def vnic_ip(state, physical, ip):
+    """A3 die vNIC: 192.<server>.<2 + die>.<199 - card> (hccn_tool-vnic-g__reconstructed_A3__1.txt)."""
+    chip = chip_by_physical(state, physical)
+    return "192.%s.%d.%d" % (ip.split(".")[3], 2 + chip["chip"], 199 - chip["card"])
+
+
+def node_of_vnic_ip(address, own_ip):
+    """The node IP that owns an A3 vNIC address (same /16 as this node), or None."""
+    octets = address.split(".")
+    if len(octets) != 4 or octets[0] != "192":
+        return None
+    return ".".join(own_ip.split(".")[:3] + [octets[1]])
 
 
 def fault(state, device, key, default=None):
@@ -111,36 +242,116 @@ def fault(state, device, key, default=None):
 def write(name, text, mode=0o644):
     target = path(name)
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.islink(target):
+        os.remove(target)
     with open(target, "w") as handle:
         handle.write(text)
     os.chmod(target, mode)
 
 
-def apply(state):
-    """Make the node's files match the state: devices, versions, hccn.conf."""
-    count = int(state["npu_count"])
+def link(name, target):
+    full = path(name)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    if os.path.islink(full) or os.path.isfile(full):
+        os.remove(full)
+    elif os.path.isdir(full):
+        shutil.rmtree(full)
+    os.symlink(target, full)
+
+
+def set_devices(physical_ids):
+    """Exactly these /dev/davinciN files, plus the management devices."""
     os.makedirs(path("/dev"), exist_ok=True)
     for device in device_ids():
-        if device >= count:
+        if device not in physical_ids:
             os.remove(path("/dev/davinci%d" % device))
-    for device in range(count):
+    for device in physical_ids:
         write("/dev/davinci%d" % device, "")
     for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
         write("/dev/" + name, "")
-    version = state["cann_version"]
-    info = "package_name=Ascend-cann-toolkit\nversion=%s\ninnerversion=V100R001C%s\narch=%s\n" % (
-        version, version.replace(".", ""), ARCH)
-    write("%s/latest/%s-linux/ascend_toolkit_install.info" % (TOOLKIT, ARCH), info)
-    write("%s/latest/version.cfg" % TOOLKIT, "runtime_running_version=[%s]\n" % version)
-    write("/usr/local/Ascend/driver/version.info", "Version=%s\n" % state["driver_version"])
-    write("/etc/ascend_install.info", "Driver_Install_Path_Param=/usr/local/Ascend\n")
+
+
+def _install_info(version, home):
+    # ascend_toolkit_install.info__cann-8.0.RC3__1.txt and ...__cann-8.5.0_new-cann-layout_aarch64__1.txt
+    return ("package_name=Ascend-cann-toolkit\nversion=%s\ninnerversion=V100R001C%sB001\n"
+            "compatible_version=[V100R001C15],[V100R001C18],[V100R001C19]\narch=%s\nos=linux\npath=%s/%s-linux\n"
+            % (version, version.replace(".", "")[:4], ARCH, home, ARCH))
+
+
+def set_env_script(layout, version):
+    """The layout's set_env.sh: ascend-toolkit from its capture; cann reconstructed (no capture)."""
+    with open(os.path.join(HERE, "set_env.%s.sh" % layout)) as handle:
+        return handle.read().replace("@VERSION@", version)
+
+
+def apply_cann(state):
+    """Install the toolkit files of one layout and remove the other's."""
+    version, layout = state["cann_version"], state["cann_layout"]
+    for stale in glob.glob(path(ASCEND, "cann-*")) + [path(ASCEND, "cann"), path(ASCEND, "ascend-toolkit")]:
+        if os.path.islink(stale):
+            os.remove(stale)
+        elif os.path.isdir(stale):
+            shutil.rmtree(stale)
+    if layout == "cann":
+        # /usr/local/Ascend/cann -> cann-<version>, with set_env.sh in the versioned tree.
+        home = script_dir = "%s/cann-%s" % (ASCEND, version)
+        link("%s/cann" % ASCEND, "cann-%s" % version)
+    else:
+        script_dir = "%s/ascend-toolkit" % ASCEND
+        home = "%s/%s" % (script_dir, version)
+        link("%s/latest" % script_dir, version)
+    write("%s/%s-linux/ascend_toolkit_install.info" % (home, ARCH), _install_info(version, home))
+    write("%s/version.cfg" % home, "runtime_running_version=[%s]\n" % version)
+    link("%s/lib64" % home, "%s-linux/lib64" % ARCH)
+    library = os.path.join(HERE, "libascendcl.so")
+    os.makedirs(path(home, ARCH + "-linux", "lib64"), exist_ok=True)
+    if os.path.exists(library):
+        shutil.copy(library, path(home, ARCH + "-linux", "lib64", "libascendcl.so"))
+    write("%s/set_env.sh" % script_dir, set_env_script(layout, version))
+
+
+def apply_bundle(bundle):
+    """Write the bundle's files and device files as they were on its node."""
+    for name, content in bundle.get("files", {}).items():
+        if content is not None:
+            write(name, content)
+    set_devices([int(n[len("davinci"):]) for n in bundle.get("devices", [])
+                 if n.startswith("davinci") and n[len("davinci"):].isdigit()])
+
+
+def apply(state):
+    """Make the node's files match the state: devices, versions, hccn.conf."""
+    bundle = load_bundle()
+    if bundle is not None:
+        apply_bundle(bundle)
+        return
+    missing = set(int(d) for d in state["missing_devices"])
+    set_devices([c["physical"] for c in chips(state) if c["physical"] not in missing])
+    apply_cann(state)
+    # driver-version.info__24.1.rc2.2__1.txt
+    write("%s/driver/version.info" % ASCEND,
+          "Version=%s\nascendhal_version=7.35.23\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\n"
+          "prof_version=2.0\ndvppkernels_version=1.1\ntsfw_version=1.0\nInnerversion=V100R001C18SPC001B233\n"
+          "compatible_version=[V100R001C30],[V100R001C13],[V100R001C15],[V100R001C17],[V100R001C18]\n"
+          "compatible_version_fw=[7.0.0,7.2.99]\npackage_version=%s\n"
+          % (state["driver_version"], state["driver_version"]))
+    write("/etc/ascend_install.info", "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\nDriver_Install_Type=full\n"
+          "Driver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=yes\n")
     ip = node_ip(state)
     lines = []
-    for device in range(count):
-        gateway = "10.%d.0.1" % (100 + device)
-        lines += ["address_%d=%s" % (device, npu_ip(device, ip)), "netmask_%d=255.255.0.0" % device,
-                  "netdetect_%d=%s" % (device, gateway), "gateway_%d=%s" % (device, gateway)]
-    if state.get("hccn_conf", True):
+    if PROFILES[state["profile"]].get("npu_network", True):
+        # hccn.conf__8npu_sanitized__1.txt: per device address, netmask, netdetect, gateway, ...
+        for chip in chips(state):
+            device = chip["physical"]
+            gateway = "10.%d.0.1" % (100 + device)
+            lines += ["address_%d=%s" % (device, npu_ip(device, ip)), "netmask_%d=255.255.0.0" % device,
+                      "netdetect_%d=%s" % (device, gateway), "gateway_%d=%s" % (device, gateway),
+                      "send_arp_status_%d=1" % device, "tls_enable_%d=%s" % (device, tls_switch(state, device))]
+    if state.get("hccn_conf", True) and lines:
         write("/etc/hccn.conf", "\n".join(lines) + "\n")
     elif os.path.exists(path("/etc/hccn.conf")):
         os.remove(path("/etc/hccn.conf"))
+
+
+def tls_switch(state, physical):
+    return int(state.get("tls", {}).get(str(physical), 0))

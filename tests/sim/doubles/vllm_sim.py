@@ -109,6 +109,7 @@ def local_addresses():
 
 def check_environment(engine, args):
     """What a real node needs before the engine can start."""
+    visible_devices()  # an ASCEND_RT_VISIBLE_DEVICES naming no chip of this node stops the engine
     for name in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"):
         nic = os.environ.get(name)
         if nic is not None and not os.path.exists("/sys/class/net/%s" % nic):
@@ -134,11 +135,12 @@ def check_environment(engine, args):
 
 
 def visible_devices():
-    visible = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
-    present = ascend_sim.device_ids()
-    if visible is None:
-        return present
-    return [int(v) for v in visible.split(",") if v.strip().isdigit() and int(v) in present]
+    """Logic IDs the engine can use: the node's chips, narrowed by ASCEND_RT_VISIBLE_DEVICES (an ID that
+    is not a chip of this node stops the engine, as the real runtime refuses it)."""
+    try:
+        return ascend_sim.visible_logic_ids()
+    except RuntimeError as exc:
+        die("RuntimeError: %s" % exc)
 
 
 # --- Ray ---------------------------------------------------------------------

@@ -2,41 +2,40 @@
 
 Installed by the simulated Ascend-pyACL .run package, so it is only
 importable once its site-packages directory is on PYTHONPATH, as on a real
-node. Devices come from /dev/davinciN, narrowed by ASCEND_RT_VISIBLE_DEVICES
-like the real runtime; the SoC name from the node's state file.
+node; and like the real module it loads libascendcl.so, which the dynamic
+loader finds only through the CANN environment (set_env.sh's LD_LIBRARY_PATH):
+without it the import fails with the real message
+(hardware-samples/python-import-error__aclruntime-libascendcl_no-set_env__1.txt).
+Devices are the node's chips (logic IDs) whose /dev/davinciN exists, narrowed
+by ASCEND_RT_VISIBLE_DEVICES like the real runtime; the SoC name comes from the
+node's state file.
 """
 
-import glob
-import json
+import ctypes
 import os
+import sys
 
+try:
+    ctypes.CDLL("libascendcl.so")
+except OSError as _error:
+    raise ImportError(str(_error))
 
-def _root(name):
-    return os.path.join(os.environ.get("ASCEND_SIM_ROOT", "/"), name.lstrip("/"))
-
-
-def _devices():
-    ids = sorted(int(p.rsplit("davinci", 1)[1]) for p in glob.glob(_root("/dev/davinci[0-9]*")))
-    visible = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
-    if visible is None:
-        return ids
-    wanted = [int(v) for v in visible.split(",") if v.strip().isdigit()]
-    return [d for d in wanted if d in ids]
+sys.path.insert(0, os.environ.get("ASCEND_SIM_LIB", "/usr/local/lib/ascend-sim"))
+import ascend_sim  # noqa: E402
 
 
 class _Runtime:
     @staticmethod
     def get_device_count():
-        """(count, ret) like pyACL: ret 0 on success."""
-        return len(_devices()), 0
+        """(count, ret) like pyACL: ret 0 on success, non-zero on a bad ASCEND_RT_VISIBLE_DEVICES (value not captured)."""
+        try:
+            return len(ascend_sim.visible_logic_ids()), 0
+        except RuntimeError:
+            return 0, 1
 
 
 rt = _Runtime()
 
 
 def get_soc_name():
-    try:
-        with open(_root("/etc/ascend-sim/node.json")) as handle:
-            return json.load(handle).get("soc_name", "Ascend910B1")
-    except FileNotFoundError:
-        return "Ascend910B1"
+    return ascend_sim.load_state()["soc_name"]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Parsers of node_probe: ip -j, npu-smi info -l, the CANN version file, ss, cgroups."""
+"""Parsers of node_probe: ip -j, ss, cgroups (npu-smi and CANN: test_npu.py, test_cann.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,14 +16,6 @@ IP_JSON = json.dumps([
     {"ifname": "enp2s0", "addr_info": []},
 ])
 
-NPU_SMI = """\tTotal Count                    : 2
-
-\tNPU ID                         : 0
-\tProduct Name                   : IT21PDDA01
-\tNPU ID                         : 1
-\tProduct Name                   : IT21PDDA01
-"""
-
 SS = """LISTEN 0      4096   10.89.251.11:6379  0.0.0.0:*    users:(("gcs_server",pid=812,fd=20))
 LISTEN 0      128          [::]:22     [::]:*    users:(("sshd",pid=31,fd=4))
 LISTEN 0      128       0.0.0.0:2024  0.0.0.0:*
@@ -34,16 +26,6 @@ def test_ipv4_per_interface_with_secondary_addresses():
     assert parse.ipv4_by_interface(IP_JSON) == {
         "lo": ["127.0.0.1"], "enp1s0": ["192.0.2.11", "192.0.2.99"], "enp2s0": []}
     assert parse.ipv4_by_interface("") == {}
-
-
-def test_npu_ids_in_the_order_npu_smi_lists_them():
-    assert parse.npu_ids(NPU_SMI) == [0, 1]
-    assert parse.npu_ids("\tTotal Count : 0\n") == []
-
-
-def test_cann_version_line():
-    assert parse.cann_version("package_name=Ascend-cann-toolkit\nversion=8.0.RC1\narch=x86_64\n") == "8.0.RC1"
-    assert parse.cann_version("arch=x86_64\n") is None and parse.cann_version(None) is None
 
 
 def test_only_numbered_davinci_devices():

@@ -182,6 +182,42 @@ def test_ray_npu_total_counts_explicit_devices():
 
 # --- expert parallelism ------------------------------------------------------------
 
+def test_logic_ids_go_to_the_runtime_physical_ids_to_the_network_check():
+    # A container given /dev/davinci4..7 (logic IDs 0..3): ASCEND_RT_VISIBLE_DEVICES takes logic IDs,
+    # hccn_tool and the device files the physical ones.
+    nodes = [node("h", "10.0.0.1", head=True, nic="eth0", npu_devices=[0, 1, 2, 3],
+                  device_map={"0": 4, "1": 5, "2": 6, "3": 7}, npu_family="910B"),
+             node("w", "10.0.0.2", nic="eth0", npu_devices=[0, 1])]
+    result = plan(nodes, tensor_parallel_size=2, data_parallel_size=3, launcher="mp")["nodes"]
+    assert result["h"]["env"]["ASCEND_RT_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert result["h"]["visible_devices"] == [0, 1, 2, 3] and result["h"]["physical_devices"] == [4, 5, 6, 7]
+    assert result["h"]["npu_family"] == "910B"
+    assert result["w"]["physical_devices"] == [0, 1] and result["w"]["npu_family"] is None
+
+
+def test_capacity_waits_for_detection_where_devices_are_assumed():
+    # Two Atlas A3 nodes (16 dies) before the preflight detects them: 8 per node is only assumed.
+    layout = dict(engine="vllm-ascend", tensor_parallel_size=16, pipeline_parallel_size=2)
+    assert errors(**layout) == ["TP 16 x PP 2 x DP 1 = 32 NPUs is more than the cluster's 16 NPUs (h 8, w 8)"]
+    pending = plan(devices_pending=True, **layout)
+    assert pending["warnings"] == [] and pending["cluster"]["npus_required"] == 32
+    # Devices the inventory gives are judged at once, pending or not.
+    known = [node("h", "10.0.0.1", head=True, nic="eth0", npu_devices=list(range(8))),
+             node("w", "10.0.0.2", nic="eth0", npu_devices=list(range(8)))]
+    assert errors(known, devices_pending=True, **layout) == [
+        "TP 16 x PP 2 x DP 1 = 32 NPUs is more than the cluster's 16 NPUs (h 8, w 8)"]
+
+
+def test_a_device_map_that_is_not_numbers_is_refused():
+    nodes = [node("h", "10.0.0.1", head=True, nic="eth0", npus_per_node=2, device_map={"0": "four"})]
+    assert errors(nodes) == ["ascend_npu_device_map on host h must map logic IDs to physical IDs, both integers "
+                             "(found '0': 'four')"]
+    nodes = [node("h", "10.0.0.1", head=True, nic="eth0", npus_per_node=3, device_map={"0": 5, "1": 5, "2": -1})]
+    assert errors(nodes) == ["ascend_npu_device_map on host h maps '2' to -1; IDs are >= 0",
+                             "host h uses physical ID 5 (/dev/davinci5) for several logic IDs (0, 1): check "
+                             "ascend_npu_device_map"]
+
+
 def test_ep_default_size_is_tp_times_dp_without_config():
     result = plan(enable_expert_parallel=True, tensor_parallel_size=4, data_parallel_size=2)
     argv = result["nodes"]["h"]["serve_argv"]

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The node_probe module on this machine, with fake npu-smi and CANN home."""
+"""The node_probe module on this machine, with a fake npu-smi and Ascend home (no /dev/davinciN here)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,6 +10,11 @@ import stat
 
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
 
+# Two chips of one card in npu-smi's `info -m` format (tab, 30-wide columns and one space, as its source prints).
+CHIP_MAP = "\tNPU ID                         Chip ID                        Chip Logic ID                  Chip Name\n" \
+           "\t1                              0                              0                              Ascend 310P3\n" \
+           "\t1                              1                              1                              Ascend 310P3\n"
+
 
 def fake_npu_smi(tmp_path, body):
     path = tmp_path / "npu-smi"
@@ -19,33 +24,57 @@ def fake_npu_smi(tmp_path, body):
 
 
 def test_reads_every_answer_in_one_run(run_module, tmp_path):
-    home = tmp_path / "toolkit"
-    (home / "latest" / "x86_64-linux").mkdir(parents=True)
-    (home / "latest" / "x86_64-linux" / "ascend_toolkit_install.info").write_text("version=8.0.RC1\n")
+    home = tmp_path / "Ascend"
+    tree = home / "cann-8.5.0" / "aarch64-linux"
+    tree.mkdir(parents=True)
+    (tree / "ascend_toolkit_install.info").write_text("version=8.5.0\ninnerversion=V100R001C25SPC001B212\n")
+    os.symlink("cann-8.5.0", str(home / "cann"))
+    (home / "cann-8.5.0" / "set_env.sh").write_text("export ASCEND_HOME_PATH=/x\n")
+    (home / "driver").mkdir()
+    (home / "driver" / "version.info").write_text("Version=24.1.rc2.2\nInnerversion=V100R001C18SPC001B233\n")
     model = tmp_path / "model"
     (model / "sub").mkdir(parents=True)
     (model / "config.json").write_text("{}")
     (model / "sub" / "weights.bin").write_bytes(b"x" * 100)
     os.symlink(str(model / "config.json"), str(model / "link.json"))
-    npu_smi = fake_npu_smi(tmp_path, "printf 'NPU ID : 0\\nNPU ID : 3\\n'")
-    done = run_module(main, {"npu_smi": npu_smi, "cann_home": str(home), "model": str(model),
+    (tmp_path / "chip-map.txt").write_text(CHIP_MAP)
+    npu_smi = fake_npu_smi(tmp_path, 'case "$2" in -m) cat "%s";; *) exit 0;; esac' % (tmp_path / "chip-map.txt"))
+    done = run_module(main, {"npu_smi": npu_smi, "ascend_home": str(home), "model": str(model),
                              "_ansible_check_mode": True})
     result = done.result
     assert not done.failed and result["changed"] is False
-    assert result["npu_smi"]["rc"] == 0 and result["npu_smi"]["ids"] == [0, 3]
-    assert result["cann_version"] == "8.0.RC1"
+    assert result["npu_smi"]["rc"] == 0
+    assert [(c["card"], c["chip"], c["logic"], c["physical"]) for c in result["npu"]["chips"]] == [
+        (1, 0, 0, 0), (1, 1, 1, 1)]
+    assert result["npu"]["family"] == "310P" and result["npu"]["npu_network"] is False
+    assert result["npu"]["device_map"] == {"0": 0, "1": 1}
+    # No /dev/davinciN on this machine: both chips are named as missing their device file.
+    assert [p["message"].split(" (physical")[0] for p in result["npu"]["problems"]] == [
+        "NPU 1 chip 0 (logic ID 0) has no /dev/davinci0", "NPU 1 chip 1 (logic ID 1) has no /dev/davinci1"]
+    assert result["cann_version"] == "8.5.0"
+    # Reached through the cann link, the path Huawei documents.
+    assert result["cann"]["layout"] == "cann" and result["cann"]["set_env"] == str(home / "cann" / "set_env.sh")
+    assert result["cann_problems"] == [] and result["cann_notes"] == []
+    assert result["driver"] == {"version": "24.1.rc2.2", "innerversion": "V100R001C18SPC001B233"}
     assert result["model"] == {"files": 2, "bytes": 102}  # the symbolic link is not counted
     assert "127.0.0.1" in result["ipv4"]["lo"]
     assert all(isinstance(port["port"], int) for port in result["listeners"])
 
 
 def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):
-    broken = fake_npu_smi(tmp_path, "echo 'dcmi module initialize failed' >&2; exit 3")
-    done = run_module(main, {"npu_smi": broken, "cann_home": str(tmp_path / "none"),
+    broken = fake_npu_smi(tmp_path, "echo 'dcmi module initialize failed. ret is -8005' >&2; exit 187")
+    done = run_module(main, {"npu_smi": broken, "ascend_home": str(tmp_path / "none"),
                              "model": str(tmp_path / "no-model")})
     assert not done.failed
-    assert done.result["npu_smi"]["rc"] == 3 and "dcmi" in done.result["npu_smi"]["stderr"]
-    assert done.result["cann_version"] is None and done.result["model"] == {"files": 0, "bytes": 0}
+    assert done.result["npu_smi"]["rc"] == 187 and "-8005" in done.result["npu_smi"]["stderr"]
+    assert done.result["npu"]["chips"] == [] and done.result["npu"]["problems"] == []
+    assert done.result["cann_version"] is None and done.result["cann"] is None and done.result["driver"] is None
+    assert done.result["model"] == {"files": 0, "bytes": 0}
     missing = run_module(main, {"npu_smi": "no-such-npu-smi"})
     assert missing.result["npu_smi"]["rc"] == 127 and "not found" in missing.result["npu_smi"]["stderr"]
     assert missing.result["model"] is None
+
+
+def test_a_device_map_that_is_not_numbers_fails(run_module, tmp_path):
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "device_map": {"0": "x"}})
+    assert done.failed and "ascend_npu_device_map must map logic IDs to physical IDs" in done.result["msg"]

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The support bundle: what to collect from a node, and secrets kept out of it (pure logic).
+
+A bundle is one JSON object per node (FORMAT below), written by playbooks/collect.yml:
+
+    {"format": 1, "host": "node1", "collected_at": "2026-11-30T20:00:00Z",
+     "commands": [{"argv": ["npu-smi", "info", "-m"], "rc": 0, "stdout": "...", "stderr": ""}, ...],
+     "files": {"/etc/hccn.conf": "...", "/usr/local/Ascend/driver/version.info": null, ...},
+     "devices": ["davinci0", "davinci1", "davinci_manager", ...]}
+
+``files`` maps every path that was looked for to its content, or null when absent.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+FORMAT = 1
+REDACTED = "<redacted>"
+# Secret-looking variable names: *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, VLLM_API_KEY, HF_TOKEN.
+SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD)"
+_ASSIGNMENT = re.compile(r"\b(%s)=(\"[^\"]*\"|'[^']*'|\S*)" % SECRET_NAME, re.I)
+# The same names, and api_key / token / secret / password alone, as JSON or YAML keys: "api_key": "x", hf_token: x.
+_MAPPING = re.compile(r"""(["']?\b(?:%s|api_key|token|secret|password)["']?[ \t]*:[ \t]*)("[^"]*"|'[^']*'|[^\s,}]+)"""
+                      % SECRET_NAME, re.I)
+_OPTION = re.compile(r"(--(?:api-key|hf-token|[a-z0-9-]*(?:token|secret|password))(?:=|\s+))(\S+)", re.I)
+_BEARER = re.compile(r"(Bearer\s+)\S+", re.I)
+# Files that hold secrets and are never read into a bundle: the serve role's serve.env
+# (VLLM_API_KEY), the ray_cluster role's ray-auth-token, Ray's own ~/.ray/auth_token.
+NEVER = ("serve.env", "ray-auth-token", "auth_token")
+
+HCCN_QUERIES = ("link", "net_health", "lldp", "netdetect", "gateway", "ip", "tls", "vnic")
+
+
+def redact(text):
+    """The text with every secret-looking value replaced: NAME=value, --api-key X, Bearer X."""
+    if text is None:
+        return None
+    text = _ASSIGNMENT.sub(lambda m: "%s=%s" % (m.group(1), REDACTED), text)
+    text = _MAPPING.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _OPTION.sub(lambda m: m.group(1) + REDACTED, text)
+    return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def commands(npu_smi, hccn_tool, physical_ids, units, journal_lines):
+    """Every command a bundle records, as argv lists, in order."""
+    found = [[npu_smi, "info"], [npu_smi, "info", "-l"], [npu_smi, "info", "-m"]]
+    found += [[npu_smi, "info", "-t", "phyid-remap", "-p", str(n)] for n in physical_ids]
+    for device in physical_ids:
+        found += [[hccn_tool, "-i", str(device), "-" + query, "-g"] for query in HCCN_QUERIES]
+    found += [["ip", "-j", "addr", "show"], ["uname", "-m"]]
+    for unit in units:
+        found += [["systemctl", "show", unit, "--property=LoadState,ActiveState,SubState,NRestarts,"
+                   "ExecMainStartTimestamp,ExecMainStatus,UnitFileState"],
+                  ["journalctl", "--unit=" + unit, "--lines=%d" % journal_lines, "--no-pager", "--output=short-iso"]]
+    return found
+
+
+def files(ascend_home, extra):
+    """Every file (or glob pattern, marked by '*') a bundle records."""
+    return [
+        "/etc/hccn.conf",
+        "/etc/ascend_install.info",
+        ascend_home + "/driver/version.info",
+        ascend_home + "/firmware/version.info",
+        ascend_home + "/ascend-toolkit/set_env.sh",
+        ascend_home + "/ascend-toolkit/latest/version.cfg",
+        ascend_home + "/ascend-toolkit/latest/*/ascend_toolkit_install.info",
+        ascend_home + "/ascend-toolkit/latest/ascend_toolkit_install.info",
+        ascend_home + "/cann/set_env.sh",
+        ascend_home + "/cann-*/set_env.sh",
+        ascend_home + "/cann/*/ascend_toolkit_install.info",
+        ascend_home + "/cann-*/*/ascend_toolkit_install.info",
+    ] + list(extra)
+
+
+def keep_file(path):
+    """False for files that hold secrets (the API key, the Ray token), which a bundle never reads."""
+    return not any(path.endswith(name) for name in NEVER)
