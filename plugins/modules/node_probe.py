@@ -149,24 +149,10 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node_io import read as _read
+from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
 from ansible_collections.ascend.inference.plugins.module_utils import npu
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def _run(module, argv):
-    """(rc, stdout, stderr); a program that is not there gives rc 127, as in a shell."""
-    program = argv[0] if os.path.isabs(argv[0]) else module.get_bin_path(argv[0])
-    if not program or not os.path.exists(program):
-        return 127, "", "%s: command not found" % argv[0]
-    return module.run_command([program] + argv[1:])
 
 
 def _cann(home, wanted):

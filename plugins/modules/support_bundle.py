@@ -88,22 +88,16 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
+from ansible_collections.ascend.inference.plugins.module_utils import node_io
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
 
 
 def _read(path):
-    try:
-        with open(path) as handle:
-            return spec.redact(handle.read())
-    except (IOError, OSError, UnicodeDecodeError):
-        return None
+    return spec.redact(node_io.read(path))
 
 
 def _run(module, argv):
-    program = argv[0] if os.path.isabs(argv[0]) else module.get_bin_path(argv[0])
-    if not program or not os.path.exists(program):
-        return {"argv": argv, "rc": 127, "stdout": "", "stderr": "%s: command not found\n" % argv[0]}
-    rc, out, err = module.run_command([program] + argv[1:])
+    rc, out, err = node_io.run(module, argv)
     return {"argv": argv, "rc": rc, "stdout": spec.redact(out), "stderr": spec.redact(err)}
 
 

@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading a node's files and tools as the read-only modules do: a failure is a value, never an exception."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+
+def read(path):
+    """A text file's content, or None when it cannot be read."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def run(module, argv):
+    """(rc, stdout, stderr); a program that is not there gives rc 127, as in a shell."""
+    program = argv[0] if os.path.isabs(argv[0]) else module.get_bin_path(argv[0])
+    if not program or not os.path.exists(program):
+        return 127, "", "%s: command not found\n" % argv[0]
+    return module.run_command([program] + argv[1:])
