@@ -19,6 +19,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn
+
 FORMAT = 1
 REDACTED = "<redacted>"
 # Secret-looking variable names: *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, VLLM_API_KEY, HF_TOKEN.
@@ -33,7 +35,8 @@ _BEARER = re.compile(r"(Bearer\s+)\S+", re.I)
 # (VLLM_API_KEY), the ray_cluster role's ray-auth-token, Ray's own ~/.ray/auth_token.
 NEVER = ("serve.env", "ray-auth-token", "auth_token")
 
-HCCN_QUERIES = ("link", "net_health", "lldp", "netdetect", "gateway", "ip", "tls", "vnic")
+# What npu_network_check asks of each device.
+HCCN_QUERIES = hccn.QUERIES + (hccn.TLS, hccn.VNIC)
 
 
 def redact(text):
@@ -61,21 +64,11 @@ def commands(npu_smi, hccn_tool, physical_ids, units, journal_lines):
 
 
 def files(ascend_home, extra):
-    """Every file (or glob pattern, marked by '*') a bundle records."""
-    return [
-        "/etc/hccn.conf",
-        "/etc/ascend_install.info",
-        ascend_home + "/driver/version.info",
-        ascend_home + "/firmware/version.info",
-        ascend_home + "/ascend-toolkit/set_env.sh",
-        ascend_home + "/ascend-toolkit/latest/version.cfg",
-        ascend_home + "/ascend-toolkit/latest/*/ascend_toolkit_install.info",
-        ascend_home + "/ascend-toolkit/latest/ascend_toolkit_install.info",
-        ascend_home + "/cann/set_env.sh",
-        ascend_home + "/cann-*/set_env.sh",
-        ascend_home + "/cann/*/ascend_toolkit_install.info",
-        ascend_home + "/cann-*/*/ascend_toolkit_install.info",
-    ] + list(extra)
+    """Every file (or glob pattern, marked by '*') a bundle records: the CANN files where the preflight looks."""
+    under_home = ["driver/version.info", "firmware/version.info", "ascend-toolkit/latest/version.cfg",
+                  "cann-*/set_env.sh"] + [cann.SET_ENV[layout] for layout in cann.LAYOUTS]
+    under_home += [pattern for layout in cann.LAYOUTS for pattern in cann.INSTALL_INFO[layout]]
+    return ["/etc/hccn.conf", "/etc/ascend_install.info"] + [ascend_home + "/" + p for p in under_home] + list(extra)
 
 
 def keep_file(path):

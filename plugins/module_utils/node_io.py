@@ -7,7 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import os
+
+from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
 
 
 def read(path):
@@ -17,6 +20,12 @@ def read(path):
             return handle.read()
     except (IOError, OSError, UnicodeDecodeError):
         return None
+
+
+def davinci_devices():
+    """(names of every /dev/davinci* file, sorted; the N of every /dev/davinciN, sorted)."""
+    names = sorted(os.path.basename(path) for path in glob.glob("/dev/davinci*"))
+    return names, sorted(n for n in (davinci_index(name) for name in names) if n is not None)
 
 
 def run(module, argv):

@@ -24,8 +24,7 @@ import re
 BUS_ID = re.compile(r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 COLUMN_GAP = re.compile(r"\s{2,}")
 
-# NPU families by the name npu-smi gives a chip or card, with how many chips a card
-# holds where the name alone is ambiguous. key: (description, has an NPU network)
+# NPU families (family() tells them by name and chips per card): key: (description, has an NPU network).
 FAMILIES = {
     "910B": ("Atlas A2 (Ascend 910B)", True),
     "910_93": ("Atlas A3 (Ascend 910_93, two dies per card)", True),

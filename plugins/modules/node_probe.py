@@ -149,6 +149,7 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils import node_io
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read as _read
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
@@ -232,8 +233,7 @@ def main():
     sockets = parse.listeners(ss_out)
     for socket in sockets:
         socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"])) if socket["pid"] else None
-    devices = sorted(index for index in (parse.davinci_index(os.path.basename(path))
-                                         for path in glob.glob("/dev/davinci*")) if index is not None)
+    devices = node_io.davinci_devices()[1]
     npu_smi, chips = _npu(module, devices)
     toolkit, notes, problems = _cann(module.params["ascend_home"], module.params["cann_layout"])
     model = module.params["model"]

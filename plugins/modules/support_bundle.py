@@ -83,13 +83,11 @@ bundle:
 
 import datetime
 import glob
-import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
 from ansible_collections.ascend.inference.plugins.module_utils import node_io
-from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
 
 
 def _read(path):
@@ -115,8 +113,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    devices = sorted(os.path.basename(p) for p in glob.glob("/dev/davinci*"))
-    physical = sorted(n for n in (davinci_index(name) for name in devices) if n is not None)
+    devices, physical = node_io.davinci_devices()
     argvs = spec.commands(params["npu_smi"], params["hccn_tool"], physical, params["units"], params["journal_lines"])
     files = {}
     for pattern in spec.files(params["ascend_home"], params["files"]):
