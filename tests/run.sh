@@ -45,7 +45,8 @@ ensure_venv() {
 setup() {
   command -v "$python" >/dev/null || apt_install python3 || return 1
   "$python" -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv || return 1
-  apt_install git shellcheck || return 1
+  # systemd: its systemd-analyze checks the serve unit (integration; the test fails without it).
+  apt_install git shellcheck systemd || return 1
   ensure_venv "$venv" -r "$repo/requirements.txt" || return 1
   ensure_venv "$test_venv" "$(grep '^ansible-core' "$repo/requirements.txt")" || return 1
   # ansible-test bootstraps pip in each venv it creates with a script from a

@@ -1,19 +1,30 @@
-"""Regenerate plugins/module_utils/vllm_serve_options.py from vLLM's own parser.
+"""Regenerate plugins/module_utils/vllm_serve_options.py from vLLM's own parser,
+or store what ``vllm serve --help=all`` prints, for the tests to check that table against.
 
 Run it in a Python environment where the wanted vLLM release imports (its
 wheel installed with --no-deps plus enough of its requirements for
-``vllm.entrypoints.openai.cli_args`` to import):
+``vllm.entrypoints.cli.serve`` to import):
 
     python tools/extract_vllm_serve_options.py plugins/module_utils/vllm_serve_options.py
+    python tools/extract_vllm_serve_options.py --help-text tests/vllm_help/vllm-0.11.0-serve-help.txt
 
-It builds the real ``vllm serve`` parser with ``make_arg_parser`` and records
-every long option: its name, how it takes a value (bare flag, --x/--no-x pair,
-one value, several values) and its choices.  The planner uses the result to
-refuse options vLLM does not know, without argparse's prefix matching.
+It builds the real ``vllm serve`` parser as vLLM's CLI does and either records
+every long option (its name, how it takes a value: bare flag, --x/--no-x pair,
+one value, several values; and its choices), which the planner uses to refuse
+options vLLM does not know without argparse's prefix matching; or, with
+--help-text, writes the parser's full help (what ``vllm serve --help=all``
+prints, at a fixed width of 200 columns) after a one-line header.
 """
 import argparse
+import contextlib
+import datetime
+import io
+import os
+import platform
 import sys
 
+# argparse takes its width from COLUMNS each time it formats: a fixed one keeps the capture reproducible.
+HELP_COLUMNS = "200"
 
 HEADER = (
     '# -*- coding: utf-8 -*-\n'
@@ -56,20 +67,31 @@ def _format_entry(name, entry):
     return "".join(lines)
 
 
-def main():
-    import vllm
+def _parsers():
+    """vLLM's top-level CLI parser with only its serve subcommand, and that subcommand's parser."""
     import vllm.platforms
     from vllm.platforms.cpu import CpuPlatform
 
     # Building the parser instantiates config defaults, which ask for a device
     # platform; the CPU platform stands in (the option set does not depend on it).
     vllm.platforms._current_platform = CpuPlatform()
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
-    from vllm.utils import FlexibleArgumentParser
+    from vllm.entrypoints.cli.serve import ServeSubcommand
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser  # vLLM 0.12 and later
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
 
-    parser = make_arg_parser(FlexibleArgumentParser())
+    # As vllm/entrypoints/cli/main.py builds it, run as `vllm`.
+    top = FlexibleArgumentParser(prog="vllm", description="vLLM CLI")
+    serve = ServeSubcommand().subparser_init(top.add_subparsers(required=False, dest="subparser"))
+    return top, serve
+
+
+def write_table(path):
+    import vllm
+
     options = {}
-    for action in parser._actions:
+    for action in _parsers()[1]._actions:
         longs = [s for s in action.option_strings if s.startswith("--") and not s.startswith("--no-")]
         if not longs or action.dest == "help":
             continue
@@ -83,8 +105,36 @@ def main():
         options[name] = entry
     entries = "".join(_format_entry(name, options[name]) for name in sorted(options))
     # vLLM logs to stdout while it imports, so the result goes to a file.
-    with open(sys.argv[1], "w") as out:
+    with open(path, "w") as out:
         out.write(HEADER % (vllm.__version__, vllm.__version__) + "SERVE_OPTIONS = {\n" + entries + "}\n")
+
+
+def write_help(path):
+    import vllm
+
+    os.environ["COLUMNS"] = HELP_COLUMNS
+    top = _parsers()[0]
+    text = io.StringIO()
+    # The parser prints the help and exits, as the real command does; vLLM's own
+    # log lines go to the stream its handler took at import, not to this one.
+    with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):
+        top.parse_args(["serve", "--help=all"])
+    if "--max-model-len" not in text.getvalue():
+        sys.exit("no full help captured:\n" + text.getvalue())
+    header = "# `vllm serve --help=all` of vLLM %s (Python %s, COLUMNS=%s), written by " \
+             "tools/extract_vllm_serve_options.py --help-text on %s\n" % (
+                 vllm.__version__, platform.python_version(), HELP_COLUMNS, datetime.date.today().isoformat())
+    with open(path, "w") as out:
+        out.write(header + text.getvalue())
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--help-text":
+        write_help(sys.argv[2])
+    elif len(sys.argv) == 2 and not sys.argv[1].startswith("-"):
+        write_table(sys.argv[1])
+    else:
+        sys.exit("usage: %s TABLE.py | --help-text HELP.txt" % sys.argv[0])
 
 
 if __name__ == "__main__":

@@ -33,17 +33,20 @@ if ! podman image exists "$base"; then
 fi
 
 # Node image: the base plus everything under tests/sim.
-# The serve doubles parse exactly the options the collection knows vLLM has.
-options="$repo/plugins/module_utils/vllm_serve_options.py"
+# The serve doubles parse exactly the options of the real `vllm serve --help=all`
+# stored in tests/vllm_help (with its reader), not the collection's own table.
+vllm_help="$repo/tests/vllm_help"
 inputs=$( (cd "$here" && find doubles image nnrt build-image.sh -type f -print0 | sort -z \
-  | xargs -0 sha256sum; sha256sum < "$options"; echo "$base $cann_versions $ray_requirement $arch") \
+  | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt;
+  echo "$base $cann_versions $ray_requirement $arch") \
   | sha256sum | cut -c1-12)
 image="localhost/ascend-sim-node:$inputs"
 if ! podman image exists "$image"; then
   context=$(mktemp -d)
   trap 'rm -rf "$context"' EXIT
   cp -r "$here/doubles" "$here/image" "$context/"
-  cp "$options" "$context/doubles/"
+  mkdir "$context/doubles/vllm_help"
+  cp "$vllm_help"/reader.py "$vllm_help"/vllm-*-serve-help.txt "$context/doubles/vllm_help/"
   for version in $cann_versions; do
     "$here/nnrt/build-nnrt.sh" "$version" "$arch" "$context/packages" >/dev/null
   done

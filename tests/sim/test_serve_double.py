@@ -17,7 +17,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOUBLES = os.path.join(HERE, "doubles")
-OPTIONS = os.path.join(HERE, "..", "..", "plugins", "module_utils", "vllm_serve_options.py")
+# The real `vllm serve --help=all` captures and their reader, which the doubles parse options with.
+VLLM_HELP = os.path.join(HERE, "..", "vllm_help")
 
 
 def free_port():
@@ -33,7 +34,7 @@ def sim(tmp_path):
     lib.mkdir()
     for name in ("ascend_sim.py", "vllm_sim.py"):
         shutil.copy(os.path.join(DOUBLES, name), lib / name)
-    shutil.copy(OPTIONS, lib / "vllm_serve_options.py")
+    shutil.copytree(VLLM_HELP, lib / "vllm_help", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "root/dev").mkdir(parents=True)
     for device in range(4):
         (tmp_path / "root" / "dev" / ("davinci%d" % device)).write_text("")
@@ -41,6 +42,7 @@ def sim(tmp_path):
     procs = []
 
     class Sim:
+        help_dir = lib / "vllm_help"
         model = str(tmp_path / "model")
         env = {"PATH": os.environ["PATH"], "ASCEND_SIM_LIB": str(lib), "ASCEND_SIM_ROOT": str(tmp_path / "root"),
                "ASCEND_SIM_HANDSHAKE_TIMEOUT": "20"}
@@ -92,13 +94,25 @@ def wait_http(port, proc, seconds=20):
     (["--tensor-parallel", "2"], "unrecognized arguments: --tensor-parallel"),
     (["--addition-config", "{}"], "unrecognized arguments: --addition-config"),
     (["--block-size", "7"], "argument --block-size: invalid choice: 7"),
-    (["--max-num-seqs", "many"], "argument --max-num-seqs: invalid int value"),
+    (["--tensor-parallel-size", "two"], "argument --tensor-parallel-size: invalid int value"),
+    (["--enable-prefix-caching", "1"], "unrecognized arguments: 1"),
+    (["--kv-cache-dtype", "fp16"], "argument --kv-cache-dtype: invalid choice: 'fp16'"),
     (["--additional-config", "{expert_parallel: 4}"], "argument --additional-config: not valid JSON"),
     (["--data-parallel-backend"], "argument --data-parallel-backend: expected one argument"),
 ])
 def test_rejects_what_vllm_rejects(sim, args, message):
     code, output = sim.run("vllm-mindspore", "serve", sim.model, *args)
     assert code == 2 and message in output, output
+
+
+def test_options_are_the_captured_ones(sim):
+    """An option that the help capture lacks is refused, whatever the collection's table says."""
+    capture = next(sim.help_dir.glob("vllm-*-serve-help.txt"))
+    text = capture.read_text()
+    assert "  --max-num-seqs MAX_NUM_SEQS\n" in text
+    capture.write_text(text.replace("  --max-num-seqs MAX_NUM_SEQS\n", ""))
+    code, output = sim.run("vllm", "serve", sim.model, "--max-num-seqs", "8")
+    assert code == 2 and "unrecognized arguments: --max-num-seqs 8" in output, output
 
 
 @pytest.mark.parametrize("program,env,args,message", [

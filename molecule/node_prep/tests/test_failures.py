@@ -37,8 +37,16 @@ def prepare(*extra):
     overrides = {"ascend_extra_env": {"VLLM_LOGGING_LEVEL": "INFO", "ASCEND_PROBE": "would-change"}}
     proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "prepare.yml"), "-i", INVENTORY,
                            "-e", json.dumps(overrides)] + list(extra),
-                          capture_output=True, text=True, timeout=600, check=False)
+                          capture_output=True, text=True, timeout=600, check=False, env=env)
     return proc.returncode, proc.stdout + proc.stderr
+
+
+def table(out):
+    """The rows of the NPU network failure table: [host, device, check, rest] (ansible prints the table
+    twice: once each)."""
+    rows = [line.strip().split(None, 3) for line in out.splitlines() if line.strip().startswith("prep-")]
+    rows = [r for r in rows if len(r) == 4 and (r[1].isdigit() or r[1] == "all")]
+    return [r for i, r in enumerate(rows) if r[:3] not in [seen[:3] for seen in rows[:i]]]
 
 
 def hardware(name, **changes):
@@ -63,12 +71,17 @@ def test_duplicate_host_names(unchanged):
     assert "ascend_hostname 'ascend-node' is given to several hosts: prep-head, prep-worker1, prep-worker2" in out
 
 
-def test_wrong_nic(unchanged):
-    code, out = prepare("-e", "ascend_nic=lo")
+def test_wrong_nic_and_a_failing_npu_smi(unchanged):
+    restore = hardware("prep-worker1", fail={"npu-smi": "dcmi module initialize failed. ret is -8005"})
+    try:
+        code, out = prepare("-e", "ascend_nic=lo")
+    finally:
+        restore()
     assert code != 0
-    assert "preflight found 3 problem(s); nothing was changed" in out
+    assert "preflight found 4 problem(s); nothing was changed" in out
     for name in HOSTS:
         assert "host %s: ascend_nic lo does not carry ascend_node_ip" % name in out and "(found on: eth0)" in out
+    assert "host prep-worker1: npu-smi info -m failed (rc 1): dcmi module initialize failed. ret is -8005" in out, out[-3000:]
 
 
 def test_cann_version_mismatch(unchanged):
@@ -83,29 +96,43 @@ def test_cann_version_mismatch(unchanged):
             "prep-worker2 8.0.RC2") in out
 
 
-def test_a_chip_without_its_device_file(unchanged):
+def test_a_chip_without_its_device_file_and_a_model_that_differs(unchanged):
     restore = hardware("prep-worker1", missing_devices=[2])
+    # One more file on one node: the model is not the same everywhere.
+    node("prep-worker2").check_output("head -c 1000 /dev/zero > /models/tiny/extra.bin")
     try:
         code, out = prepare()
     finally:
         restore()
+        node("prep-worker2").check_output("rm /models/tiny/extra.bin")
     assert code != 0
-    assert "preflight found 1 problem(s); nothing was changed" in out
+    assert "preflight found 2 problem(s); nothing was changed" in out
+    assert "ascend_model /models/tiny differs between nodes: " in out
+    summary = out.split("ascend_model /models/tiny differs between nodes: ")[1].splitlines()[0]
+    assert "prep-worker2: 2 files" in summary and "prep-head: 1 files" in summary, summary
     assert ("host prep-worker1: NPU 2 chip 0 (logic ID 2) has no /dev/davinci2 (physical ID from the logic ID, "
             "as on a host; found /dev/davinci0-1,3)") in out
 
 
-def test_netdetect_unset_and_a_tls_switch_that_differs(unchanged):
-    restore_head = hardware("prep-head", faults={"1": {"netdetect": False}})
-    restore_worker = hardware("prep-worker2", tls={"7": 1})
+def test_every_npu_network_failure_in_one_table(unchanged):
+    """netdetect unset, a TLS switch that differs, an unhealthy NPU with no LLDP, gateway or IP
+    (hccn_tool's answers for these: hardware-samples, through the double), and a node without hccn.conf."""
+    bad = {"net_health": "Init", "lldp": False, "gateway": False, "ip": False}
+    restore_head = hardware("prep-head", faults={"1": {"netdetect": False}, "2": bad})
+    restore_worker = hardware("prep-worker2", tls={"7": 1}, hccn_conf=False)
     try:
         code, out = prepare()
     finally:
         restore_head()
         restore_worker()
     assert code != 0
-    assert "NPU network check failed (2 failure(s))" in out
-    rows = [line.split(None, 3) for line in out.splitlines() if line.startswith("prep-")]
+    rows = table(out)
+    failed = {tuple(r[:3]): r[3] for r in rows}
+    for check in ("net_health", "lldp", "gateway", "ip"):
+        assert ("prep-head", "2", check) in failed, (check, out[-4000:])
+    assert "Init" in failed[("prep-head", "2", "net_health")]
+    assert failed[("prep-worker2", "all", "hccn.conf")].split()[-1] == "missing", out[-4000:]
+    assert "NPU network check failed (%d failure(s))" % len(rows) in out
     netdetect = [r for r in rows if r[:3] == ["prep-head", "1", "netdetect"]]
     assert netdetect and netdetect[0][3].endswith("netdetect addr: 0.0.0.0"), out
     # prep-worker2's second chip: logic ID 1, physical ID 7, the number hccn_tool takes.
@@ -113,16 +140,24 @@ def test_netdetect_unset_and_a_tls_switch_that_differs(unchanged):
     assert tls and "tls switch[0] as on 8 other NPU(s)" in tls[0][3] and tls[0][3].endswith("tls switch[1]"), out
 
 
-def test_one_npu_link_down(unchanged):
+def test_one_npu_link_down_and_a_node_whose_hccn_tool_fails(unchanged):
     restore = hardware("prep-worker1", faults={"1": {"link": "DOWN"}})
+    # No sample shows hccn_tool failing outright: the message is made up; the role must show it per NPU.
+    broken = "simulated: hccn_tool cannot reach the driver"
+    restore_worker = hardware("prep-worker2", fail={"hccn_tool": broken})
     try:
         code, out = prepare()
     finally:
         restore()
+        restore_worker()
     assert code != 0
-    assert "NPU network check failed (1 failure(s))" in out
     row = [line for line in out.splitlines() if line.startswith("prep-worker1") and " link " in line]
     assert row and "link status: DOWN" in row[0] and " 1 " in row[0], out
+    worker2 = [r for r in table(out) if r[0] == "prep-worker2"]
+    # Both of its NPUs (physical IDs 6 and 7), every query, with the tool's own message.
+    assert {r[1] for r in worker2} == {"6", "7"} and all(broken in r[3] for r in worker2), out[-4000:]
+    # Nothing else failed: the other nodes' pings to prep-worker2 are not made (it told no NPU IP).
+    assert [r for r in table(out) if r[0] != "prep-worker2"] == [row[0].split(None, 3)], out[-4000:]
 
 
 def test_npu_ping_failure(unchanged):

@@ -5,7 +5,7 @@ import os
 import subprocess
 import time
 
-from test_ray import HEAD, address_of, node, wait_whole
+from test_ray import HEAD, address_of, cluster, node, wait_whole
 
 testinfra_hosts = ["podman://" + HEAD]
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
@@ -19,18 +19,23 @@ def restarts(host):
 def test_killed_raylet_is_restarted_and_rejoins():
     worker = node("ray-worker1")
     before = restarts(worker)
+    killed = [n["node_id"] for n in cluster() if n["ip"] == address_of(worker)]
+    assert len(killed) == 1, killed
     worker.check_output("pkill -9 -x raylet")
     # `ray start --block` exits when a child dies; Restart=always brings it back.
     deadline = time.time() + 120
     while restarts(worker) == before:
         assert time.time() < deadline, "systemd did not restart ascend-ray.service after its raylet died"
         time.sleep(2)
-    wait_whole(240)
+    # Whole again only once a new raylet registered from the worker and the killed one is gone.
+    wait_whole(240, replaced=killed)
 
 
 def test_restarted_head_gets_its_workers_back():
+    before = [n["node_id"] for n in cluster()]
     node(HEAD).check_output("systemctl restart ascend-ray.service")
-    wait_whole(240)
+    # A new head has new node IDs for every member that registered with it.
+    wait_whole(240, replaced=before)
 
 
 def test_barrier_names_the_node_that_cannot_reach_the_head():

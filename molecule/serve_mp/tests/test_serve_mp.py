@@ -1,8 +1,9 @@
 """Seed scenario 8 on Atlas A3 nodes: mp data parallelism with a headless worker, an API key."""
 
+import re
 import time
 
-from serve_checks import (INVENTORY, address_of, completion, flags, node, playbook, request, restarts,
+from serve_checks import (INVENTORY, address_of, completion, flags, main_pid, node, playbook, request, restarts,
                           serve_process, wait_healthy)
 
 import testinfra.utils.ansible_runner
@@ -68,11 +69,25 @@ def test_completion_from_the_other_node():
     assert completion(node(WORKER), address_of(node(HEAD)), NAME, key=KEY)
 
 
-def test_a_second_verbose_run_changes_nothing_and_shows_no_key():
+def recap(out):
+    """{host: changed count} from a play recap."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
+
+
+def test_a_verbose_run_that_rewrites_the_key_shows_it_nowhere_then_a_rerun_changes_nothing():
+    # A stale key on the worker: the run must rewrite serve.env (and so could print it, --diff included).
+    stale = "stale-key-0b5e1d"
+    node(WORKER).check_output("sed -i 's/^VLLM_API_KEY=.*/VLLM_API_KEY=%s/' /etc/ascend-inference/serve.env" % stale)
+    worker_pid = main_pid(node(WORKER), "ascend-serve.service")
     code, out = playbook("deploy.yml", "--tags", "serve", "-vv", "--diff")
     assert code == 0, out[-3000:]
-    assert KEY not in out
-    assert "changed=0" in out and "changed=1" not in out, out[-2000:]
+    assert KEY not in out and stale not in out
+    # serve.env rewritten and the worker's serve restarted for it (a new process); nothing else anywhere.
+    assert recap(out) == {HEAD: 0, WORKER: 2}, out[-3000:]
+    assert main_pid(node(WORKER), "ascend-serve.service") != worker_pid
+    assert KEY in node(WORKER).check_output("cat /etc/ascend-inference/serve.env")
+    code, out = playbook("deploy.yml", "--tags", "serve")
+    assert code == 0 and recap(out) == {HEAD: 0, WORKER: 0}, out[-3000:]
 
 
 def test_killed_worker_is_restarted_and_the_endpoint_recovers():
@@ -88,3 +103,11 @@ def test_killed_worker_is_restarted_and_the_endpoint_recovers():
     assert "lost mp-worker" in node(HEAD).check_output("journalctl -u ascend-serve.service --no-pager -n 50")
     wait_healthy(node(HEAD), head_ip, 120)
     assert completion(node(HEAD), head_ip, NAME, key=KEY)
+    # status.yml counts the restart where it happened.
+    code, out = playbook("status.yml")
+    assert code == 0, out[-3000:]
+    lines = {line.split()[0]: line for line in out.splitlines()
+             if line.strip().startswith((HEAD + " ", WORKER + " ")) and " restarts" in line}
+    assert "active/running, %d restarts" % restarts(worker, "ascend-serve.service") in lines[WORKER], lines
+    assert restarts(worker, "ascend-serve.service") >= 1
+    assert "active/running, 0 restarts" in lines[HEAD], lines

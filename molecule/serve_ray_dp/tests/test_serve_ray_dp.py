@@ -1,10 +1,11 @@
 """Seed scenario 3: vllm-mindspore, Ray data parallelism (DP 4, 2 per node), serve on the head."""
 
-from serve_checks import address_of, completion, node, serve_process
+from serve_checks import address_of, completion, node, playbook, serve_process
 
 HEAD, WORKER = "dp-head", "dp-worker"
 testinfra_hosts = ["podman://" + HEAD]
 MODEL = "/models/qwen2.5-tiny"
+VENV = "/opt/ascend-inference/venv"
 
 
 def test_head_serves_all_dp_ranks_through_ray():
@@ -33,3 +34,27 @@ def test_worker_serves_nothing():
 def test_completion_with_the_model_tag():
     text = completion(node(WORKER), address_of(node(HEAD)), MODEL)
     assert "simulated" in text
+
+
+def test_serve_finds_the_engine_in_its_environment_clears_a_stale_worker_unit_and_can_skip_the_smoke_test():
+    head, worker = node(HEAD), node(WORKER)
+    # The worker served under an earlier plan: a unit and its secrets are left.
+    worker.check_output("printf '[Service]\\nExecStart=/bin/sleep infinity\\n' > /etc/systemd/system/ascend-serve.service"
+                        " && echo VLLM_API_KEY=old > /etc/ascend-inference/serve.env"
+                        " && systemctl daemon-reload && systemctl start ascend-serve.service")
+    # The engine installed in the engine's Python environment, which comes before PATH.
+    head.check_output("ln -s /usr/local/bin/vllm-mindspore %s/bin/vllm-mindspore" % VENV)
+
+    def requests(kind):
+        return head.check_output("journalctl -u ascend-serve.service --no-pager").count('"%s HTTP/1.1" 200' % kind)
+
+    smoke_tests, health_checks = requests("POST /v1/completions"), requests("GET /health")
+    code, out = playbook("serve.yml", "-e", "serve_smoke_test=false")
+    assert code == 0, out[-3000:]
+    assert not worker.file("/etc/systemd/system/ascend-serve.service").exists
+    assert not worker.file("/etc/ascend-inference/serve.env").exists
+    assert worker.run("pgrep -x sleep").rc == 1
+    assert serve_process(head)[0][0] == VENV + "/bin/vllm-mindspore"
+    # Readiness was waited for (new GET /health); no completion was asked for.
+    assert requests("GET /health") > health_checks and requests("POST /v1/completions") == smoke_tests
+    assert completion(worker, address_of(head), MODEL)

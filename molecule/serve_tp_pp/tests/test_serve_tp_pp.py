@@ -73,12 +73,32 @@ def test_status_shows_every_service():
         assert [line for line in out.splitlines() if line.strip().startswith(name + " ") and "active/running" in line]
 
 
-def test_restart_restarts_ray_then_serve():
+def started(name, unit):
+    """When the unit last became active, in the kernel's monotonic clock (one kernel: comparable across nodes)."""
+    return int(node(name).check_output("systemctl show -p ActiveEnterTimestampMonotonic --value %s" % unit))
+
+
+def test_restart_restarts_ray_head_then_workers_then_serve():
     before = pids()
     code, out = playbook("restart.yml")
     assert code == 0, out[-3000:]
     after = pids()
     assert all(after[key] != before[key] for key in before), (before, after)
+    # serve is PartOf= Ray and so restarts with the head's Ray: only a start after the workers' Ray shows
+    # that restart.yml's serve phase ran after the Ray phase.
+    assert started(HEAD, "ascend-ray.service") < started(WORKER, "ascend-ray.service") \
+        < started(HEAD, "ascend-serve.service")
+    assert completion(node(WORKER), address_of(node(HEAD)), NAME)
+
+
+def test_restart_with_tags_serve_leaves_ray_alone():
+    before = pids()
+    code, out = playbook("restart.yml", "--tags", "serve")
+    assert code == 0, out[-3000:]
+    after = pids()
+    assert after[(HEAD, "ascend-serve.service")] != before[(HEAD, "ascend-serve.service")]
+    assert after[(HEAD, "ascend-ray.service")] == before[(HEAD, "ascend-ray.service")]
+    assert after[(WORKER, "ascend-ray.service")] == before[(WORKER, "ascend-ray.service")]
     assert completion(node(WORKER), address_of(node(HEAD)), NAME)
 
 
@@ -86,6 +106,8 @@ def test_a_new_tp_restarts_only_the_head_serve():
     before = pids()
     code, out = playbook("deploy.yml", "-e", json.dumps({"ascend_tensor_parallel_size": 8}))
     assert code == 0, out[-3000:]
+    # deploy.yml imports preflight.yml in each phase; only the first probes the nodes.
+    assert out.count("TASK [ascend.inference.preflight : Probe the node]") == 1, out[-3000:]
     after = pids()
     assert after[(HEAD, "ascend-serve.service")] != before[(HEAD, "ascend-serve.service")]
     assert {k: v for k, v in after.items() if k != (HEAD, "ascend-serve.service")} == \

@@ -1,4 +1,4 @@
-"""Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ...}].
+"""Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ..., "node_id": ...}].
 
 Usage: cluster_nodes.py HEAD_IP:PORT. Fails within seconds when nothing
 listens there (ray.init would keep retrying a stopped cluster's address).
@@ -17,5 +17,6 @@ except OSError as exc:
 import ray  # noqa: E402  (slow to import; only once the head answers)
 
 ray.init(address=address, logging_level="ERROR")
-print(json.dumps([{"ip": node["NodeManagerAddress"], "npus": node["Resources"].get("NPU", 0)}
+# node_id tells a raylet that registered again from the one it replaced (same IP).
+print(json.dumps([{"ip": node["NodeManagerAddress"], "npus": node["Resources"].get("NPU", 0), "node_id": node["NodeID"]}
                   for node in ray.nodes() if node["Alive"]]))

@@ -16,6 +16,7 @@ The node's hardware is described by one JSON file the tests may change,
       "cann_layout": "ascend-toolkit",  # or "cann": /usr/local/Ascend/cann-<version> (CANN 8.5 and later)
       "soc_name": "Ascend910B1",      # what pyACL reports; npu-smi's names follow from it
       "tls": {"3": 1},                # TLS switch per physical ID (default 0)
+      "hccn_conf": false,             # no /etc/hccn.conf (default: written from the NPU IPs)
       "faults": {"3": {"link": "DOWN", "net_health": "Init", "ping_loss": true, "vnic": false,
                        "lldp": false, "netdetect": false, "gateway": false, "ip": false}},
       "fail": {"npu-smi": "dcmi module initialize failed. ret is -8005",

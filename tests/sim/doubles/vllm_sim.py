@@ -1,10 +1,11 @@
 """`vllm serve` / `vllm-mindspore serve` test double (never shipped).
 
-Accepts exactly vLLM's serve options (the list generated from vLLM's own
-parser, plugins/module_utils/vllm_serve_options.py) with their kinds, types
-and choices, and no abbreviations; checks the environment a real node needs;
-reproduces the distributed start-up the roles rely on, then serves the
-OpenAI endpoints GET /health, GET /v1/models and POST /v1/completions.
+Accepts exactly vLLM's serve options with their kinds and choices, and no
+abbreviations, as read from the real `vllm serve --help=all` stored in
+tests/vllm_help (copied beside the doubles), not from the collection's own
+table; checks the environment a real node needs; reproduces the distributed
+start-up the roles rely on, then serves the OpenAI endpoints GET /health,
+GET /v1/models and POST /v1/completions.
 
 - Ray (--distributed-executor-backend ray, or --data-parallel-backend ray):
   joins the running Ray cluster and reserves the NPU bundles through real
@@ -18,7 +19,8 @@ OpenAI endpoints GET /health, GET /v1/models and POST /v1/completions.
 Knobs for tests (environment): ASCEND_SIM_PG_TIMEOUT (placement-group wait,
 default vLLM's 1800 s), ASCEND_SIM_LOAD_SECONDS (model "loading" time before
 listening, default 0), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
-nodes, default 600 s).
+nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (whose help capture to accept;
+needed only when there is more than one).
 """
 
 import argparse
@@ -34,9 +36,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.environ.get("ASCEND_SIM_LIB", "/usr/local/lib/ascend-sim"))
 import ascend_sim  # noqa: E402
-from vllm_serve_options import SERVE_OPTIONS  # noqa: E402
+from vllm_help.reader import captured_versions, read_capture  # noqa: E402
 
 MS_BACKENDS = ("mindformers", "native", "mindone")
+# The help text shows no types: these are the options the double computes with, ints in vLLM.
+INT_OPTIONS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
+               "data_parallel_start_rank", "data_parallel_rpc_port", "port")
 
 
 def log(message):
@@ -59,12 +64,21 @@ def _json_object(text):
     return value
 
 
+def serve_options():
+    versions = captured_versions()
+    version = os.environ.get("ASCEND_SIM_VLLM_VERSION") or (versions[0] if len(versions) == 1 else None)
+    if version not in versions:
+        die("ASCEND_SIM_VLLM_VERSION must name a vLLM version with a `serve --help=all` capture: %s (found %r)"
+            % (", ".join(versions) or "none", version))
+    return read_capture(version)
+
+
 def build_parser(program):
     parser = argparse.ArgumentParser(prog=program, allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", allow_abbrev=False)
     serve.add_argument("model_tag", nargs="?")
-    for name, spec in sorted(SERVE_OPTIONS.items()):
+    for name, spec in sorted(serve_options().items()):
         flag = "--" + name.replace("_", "-")
         kind = spec["kind"]
         if kind == "flag":
@@ -75,22 +89,16 @@ def build_parser(program):
             kwargs = {"dest": name}
             if kind == "multi":
                 kwargs["nargs"] = "+"
+            choices = spec.get("choices")
             if name == "additional_config":
                 kwargs["type"] = _json_object
-            elif spec.get("type") == "int":
+            elif name in INT_OPTIONS or choices and all(c.isdigit() for c in choices):
+                # Integer choices (--block-size) are ints in vLLM too, and refused with vLLM's message.
                 kwargs["type"] = int
-            elif spec.get("type") == "float":
-                kwargs["type"] = float
-            if "choices" in spec:
-                kwargs["choices"] = [_convert(c, kwargs.get("type")) for c in spec["choices"]]
+            if choices:
+                kwargs["choices"] = [int(c) for c in choices] if kwargs.get("type") is int else choices
             serve.add_argument(flag, **kwargs)
     return parser
-
-
-def _convert(choice, kind):
-    if kind in (int, float) and choice != "None":
-        return kind(choice)
-    return choice
 
 
 def local_addresses():

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
-from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import SERVE_OPTIONS
+from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import VLLM_VERSION
 
 
 def node(name, ip, head=False, **extra):
@@ -64,12 +64,25 @@ def test_program_per_engine(engine, program):
     assert result["nodes"]["h"]["serve_argv"][:3] == program + ["/models/m"]
 
 
-def test_every_flag_is_a_known_full_vllm_option():
-    result = plan(launcher="mp", data_parallel_size=4, tensor_parallel_size=2, enable_expert_parallel=True,
-                  expert_parallel_size=8, serve_options={"trust_remote_code": True, "max_num_seqs": 8})
-    for name, planned in result["nodes"].items():
-        for flag in flags(planned["serve_argv"]):
-            assert flag[2:].replace("-", "_") in SERVE_OPTIONS, (name, flag)
+def test_every_flag_is_a_known_full_vllm_option(vllm_help):
+    """Checked against the real `vllm serve --help=all` (tests/vllm_help), not the planner's own table."""
+    serve = vllm_help.read_capture(VLLM_VERSION)
+    results = [plan(launcher="mp", data_parallel_size=4, tensor_parallel_size=2, enable_expert_parallel=True,
+                    expert_parallel_size=8, serve_options={"trust_remote_code": True, "enable_prefix_caching": False,
+                                                           "max_num_seqs": 8, "block_size": 128}),
+               plan(launcher="ray", tensor_parallel_size=8, pipeline_parallel_size=2),
+               plan(launcher="ray", data_parallel_size=2, tensor_parallel_size=8)]
+    argvs = [(name, planned["serve_argv"]) for result in results for name, planned in result["nodes"].items()
+             if planned["serve_argv"]]
+    for name, argv in argvs:
+        for flag, value in flags(argv).items():
+            option = flag[2:].replace("-", "_")
+            if option not in serve and option.startswith("no_"):
+                option = option[3:]
+                assert serve.get(option, {}).get("kind") == "bool_optional", (name, flag)
+            assert option in serve, (name, flag)
+            assert (value is True) == (serve[option]["kind"] in ("flag", "bool_optional")), (name, flag, value)
+            assert value is True or value in serve[option].get("choices", [value]), (name, flag, value)
 
 
 def test_additional_config_is_one_json_argument():
@@ -311,8 +324,8 @@ def test_serve_option_rendering():
     assert json.loads(parsed["--hf-overrides"]) == {"rope_theta": 1000}
 
 
-def test_multi_value_option_gives_one_element_per_value():
-    assert SERVE_OPTIONS["ignore_patterns"]["kind"] == "multi"
+def test_multi_value_option_gives_one_element_per_value(vllm_help):
+    assert vllm_help.read_capture(VLLM_VERSION)["ignore_patterns"]["kind"] == "multi"
     argv = plan(serve_options={"ignore_patterns": ["*.pt", "original/*"]})["nodes"]["h"]["serve_argv"]
     assert argv[-3:] == ["--ignore-patterns", "*.pt", "original/*"]
     assert errors(serve_options={"max_num_seqs": [1, 2]}) == ["ascend_serve_options.max_num_seqs takes one value (found [1, 2])"]

@@ -6,8 +6,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import socket
 import stat
 
+from ansible_collections.ascend.inference.plugins.module_utils.node_probe import unit_of_cgroup
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
 
 # Two chips of one card in npu-smi's `info -m` format (tab, 30-wide columns and one space, as its source prints).
@@ -39,8 +41,16 @@ def test_reads_every_answer_in_one_run(run_module, tmp_path):
     os.symlink(str(model / "config.json"), str(model / "link.json"))
     (tmp_path / "chip-map.txt").write_text(CHIP_MAP)
     npu_smi = fake_npu_smi(tmp_path, 'case "$2" in -m) cat "%s";; *) exit 0;; esac' % (tmp_path / "chip-map.txt"))
-    done = run_module(main, {"npu_smi": npu_smi, "ascend_home": str(home), "model": str(model),
-                             "_ansible_check_mode": True})
+    # A port this test holds: the probe must name it and this process (preflight finds port holders so).
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        done = run_module(main, {"npu_smi": npu_smi, "ascend_home": str(home), "model": str(model),
+                                 "_ansible_check_mode": True})
+    finally:
+        server.close()
     result = done.result
     assert not done.failed and result["changed"] is False
     assert result["npu_smi"]["rc"] == 0
@@ -58,7 +68,10 @@ def test_reads_every_answer_in_one_run(run_module, tmp_path):
     assert result["driver"] == {"version": "24.1.rc2.2", "innerversion": "V100R001C18SPC001B233"}
     assert result["model"] == {"files": 2, "bytes": 102}  # the symbolic link is not counted
     assert "127.0.0.1" in result["ipv4"]["lo"]
-    assert all(isinstance(port["port"], int) for port in result["listeners"])
+    with open("/proc/self/comm") as comm, open("/proc/self/cgroup") as cgroup:
+        me, unit = comm.read().strip(), unit_of_cgroup(cgroup.read())
+    ours = [s for s in result["listeners"] if s["port"] == port]
+    assert ours == [{"address": "127.0.0.1", "port": port, "process": me, "pid": os.getpid(), "unit": unit}]
 
 
 def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):

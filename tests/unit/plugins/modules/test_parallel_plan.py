@@ -62,9 +62,12 @@ def test_invalid_layout_lists_every_error(module_run):
         module_run({"engine": "vllm-mindspore", "model": "/m", "tensor_parallel_size": 8, "launcher": "mp",
                     "expert_parallel_size": 2, "nodes": NODES})
     out = result.value.args[0]
-    assert out["msg"].startswith("invalid layout:\n- ")
-    assert len(out["errors"]) == 2
-    assert all(error in out["msg"] for error in out["errors"])
+    # Both reasons, in words a user can act on, each on its own line of msg.
+    assert out["errors"] == [
+        "ascend_expert_parallel_size 2 has no effect while ascend_enable_expert_parallel is false; "
+        "enable expert parallelism or remove the size",
+        "TP 8 x PP 1 x DP 1 = 8 NPUs is more than the cluster's 4 NPUs (h 2, w 2)"]
+    assert out["msg"] == "invalid layout:\n- " + "\n- ".join(out["errors"])
 
 
 def test_reads_config_json_from_the_model_directory(module_run, tmp_path):

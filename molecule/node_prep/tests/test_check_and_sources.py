@@ -1,0 +1,81 @@
+"""check.yml changes nothing and can skip one node's NPU network check (with a warning); pyACL
+from the controller and from a URL with a checksum."""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+from test_failures import HOSTS, hardware, node
+
+testinfra_hosts = ["podman://prep-head"]
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+PACKAGES = "/opt/ascend-packages"
+
+
+def run(name, host_vars, *extra):
+    """A playbook of the collection on the scenario, with host variables added by a second inventory."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yml") as inventory:
+        json.dump({"ascend_cluster": {"hosts": host_vars}}, inventory)
+        inventory.flush()
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+                   ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+        proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY,
+                               "-i", inventory.name] + list(extra),
+                              capture_output=True, text=True, timeout=600, check=False, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def recap(out):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
+
+
+def test_check_changes_nothing_and_skips_one_nodes_npu_network_with_a_warning():
+    # A link down that only the skip can let through.
+    restore = hardware("prep-worker1", faults={"1": {"link": "DOWN"}})
+    try:
+        for name in HOSTS:
+            node(name).check_output("touch /tmp/check-mark")
+        code, out = run("check.yml", {"prep-worker1": {"ascend_skip_npu_network_check": True}})
+        newer = {name: node(name).check_output("find /etc /usr/local /opt /var/cache -xdev -newer /tmp/check-mark -type f")
+                 for name in HOSTS}
+    finally:
+        restore()
+    assert code == 0, out[-3000:]
+    assert out.count("WARNING: ascend_skip_npu_network_check is true") == 1
+    assert "NPU pings of prep-worker1 are NOT verified" in " ".join(out.split())
+    # The other nodes were checked.
+    queried = out.split("TASK [ascend.inference.npu_network : Query each NPU with hccn_tool]")[1].split("TASK [")[0]
+    assert "ok: [prep-head]" in queried and "ok: [prep-worker2]" in queried and "prep-worker1" not in queried
+    assert recap(out) == {name: 0 for name in HOSTS}, out[-2000:]
+    assert newer == {name: "" for name in HOSTS}
+
+
+def test_pyacl_from_the_controller_and_from_a_url_with_a_checksum(tmp_path):
+    head = node("prep-head")
+    arch = head.check_output("uname -m")
+    package = "Ascend-cann-nnrt_8.5.0_linux-%s.run" % arch
+    local = tmp_path / package
+    subprocess.run(["podman", "cp", "prep-head:%s/%s" % (PACKAGES, package), str(local)], check=True)
+    digest = hashlib.sha256(local.read_bytes()).hexdigest()
+    head_ip = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", head.check_output("ip -4 -o addr show scope global")).group(1)
+    head.check_output("systemd-run --unit=packages python3 -m http.server 8088 -d %s" % PACKAGES)
+    # A fresh install path and work directory, so that both sources really install.
+    where = {"pyacl_package_remote": "", "pyacl_install_path": "/tmp/pyacl-src", "pyacl_work_dir": "/tmp/pyacl-work"}
+    try:
+        code, out = run("prepare.yml", {
+            "prep-head": dict(where, pyacl_package=str(local)),
+            "prep-worker1": dict(where, pyacl_package_url="http://%s:8088/%s" % (head_ip, package),
+                                 pyacl_package_checksum="sha256:" + digest),
+        }, "--tags", "pyacl", "--limit", "prep-head,prep-worker1")
+    finally:
+        head.run("systemctl stop packages.service")
+    assert code == 0, out[-3000:]
+    copied = out.split("TASK [ascend.inference.pyacl : Copy the package from the controller]")[1].split("TASK [")[0]
+    fetched = out.split("TASK [ascend.inference.pyacl : Download the package]")[1].split("TASK [")[0]
+    assert "changed: [prep-head]" in copied and "changed: [prep-worker1]" in fetched, out[-3000:]
+    for name in ("prep-head", "prep-worker1"):
+        assert node(name).file("/tmp/pyacl-src/CANN-8.5.0/python/site-packages/acl").exists, name

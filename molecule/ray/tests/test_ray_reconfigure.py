@@ -1,0 +1,109 @@
+"""Last: what the role promises when versions, the node environment or the head's unit change."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+from test_ray import HEAD, HOSTS, address_of, node, wait_whole
+
+testinfra_hosts = ["podman://" + HEAD]
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+VENV = "/opt/ascend-inference/venv"
+
+
+def playbook(name, *extra):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY] + list(extra),
+                          capture_output=True, text=True, timeout=900, check=False, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def with_host_vars(host_vars):
+    """An inventory file that adds host variables to the scenario's inventory (given after it)."""
+    handle = tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False)
+    json.dump({"ascend_cluster": {"hosts": host_vars}}, handle)
+    handle.close()
+    return handle.name
+
+
+def show(name, prop):
+    return node(name).check_output("systemctl show -p %s --value ascend-ray.service" % prop)
+
+
+def services():
+    """Per node: main PID, automatic restarts since the unit was last started, and when it last became
+    active (monotonic clock: one kernel, comparable across the nodes)."""
+    return {name: (int(show(name, "MainPID")), int(show(name, "NRestarts")), int(show(name, "ActiveEnterTimestampMonotonic")))
+            for name in HOSTS}
+
+
+def test_older_ray_is_warned_about_and_gets_no_token():
+    code, out = playbook("ray.yml", "--check", "-e", "ray_cluster_version=2.51.0")
+    assert code == 0, out[-3000:]
+    assert out.count("WARNING: Ray 2.51.0 has no token authentication") == len(HOSTS), out[-3000:]
+    assert "skipping: [%s]" % HEAD in out.split("TASK [ascend.inference.ray_cluster : Write the token]")[1].split("TASK [")[0]
+
+
+def test_a_node_with_another_ray_is_refused_before_anything_changes():
+    before = services()
+    inventory = with_host_vars({"ray-worker2": {"ray_cluster_version": "2.51.0"}})
+    try:
+        code, out = playbook("ray.yml", "--check", "-i", inventory)
+    finally:
+        os.unlink(inventory)
+    assert code != 0
+    assert "Ray and Python must match on every node" in out
+    assert 'ray-worker2 {"python": "3.11' in out and '"ray": "2.51.0"}' in out, out[-3000:]
+    assert services() == before
+
+
+def test_a_node_environment_change_restarts_ray_everywhere():
+    probe = "run-%d" % time.time()  # a value no earlier run wrote
+    before = services()
+    code, out = playbook("prepare.yml", "--tags", "node_env", "-e",
+                         json.dumps({"ascend_extra_env": {"VLLM_LOGGING_LEVEL": "INFO", "ASCEND_PROBE": probe}}))
+    assert code == 0, out[-3000:]
+    after = services()
+    for name in HOSTS:
+        # A new process, and not one systemd restarted on its own (a started unit counts from 0 again).
+        assert after[name][0] != before[name][0] and after[name][1] == 0, (name, before, after)
+        environ = node(name).check_output("tr '\\0' '\\n' < /proc/%d/environ" % after[name][0]).splitlines()
+        assert "ASCEND_PROBE=" + probe in environ, name
+    wait_whole(240)
+
+
+def test_workers_restart_after_a_changed_head_and_ray_installs_from_an_index():
+    """The head's unit drifted: the role rewrites it, restarts the head and then the workers (whose own
+    files did not change). ray-worker2, stopped and without Ray, installs it again from a package index
+    (a local one made of the image's wheelhouse) instead of the wheelhouse."""
+    head = node(HEAD)
+    head.check_output("echo '# drift' >> /etc/systemd/system/ascend-ray.service")
+    worker2 = node("ray-worker2")
+    worker2.check_output(
+        "python3 -c 'import os, re; [os.makedirs(\"/tmp/index/simple/\" + re.sub(r\"[-_.]+\", \"-\", w.split(\"-\")[0]).lower(),"
+        " exist_ok=True) for w in os.listdir(\"/opt/wheelhouse\")]' && for w in /opt/wheelhouse/*.whl; do "
+        "d=$(basename $w | cut -d- -f1 | tr A-Z_. a-z--); ln -sf $w /tmp/index/simple/$d/; done && "
+        "systemd-run --unit=index -p StandardError=file:/tmp/index.log python3 -m http.server 8099 -b 127.0.0.1 -d /tmp/index && "
+        "printf '[global]\\nindex-url = http://127.0.0.1:8099/simple\\n' > /etc/pip.conf && "
+        "systemctl stop ascend-ray.service && %s/bin/pip uninstall -q -y ray" % VENV)
+    worker1_unit = node("ray-worker1").file("/etc/systemd/system/ascend-ray.service").content_string
+    before = services()
+    inventory = with_host_vars({"ray-worker2": {"ray_cluster_wheelhouse": ""}})
+    try:
+        code, out = playbook("ray.yml", "-i", inventory)
+    finally:
+        os.unlink(inventory)
+        worker2.run("systemctl stop index.service; rm -f /etc/pip.conf")
+    assert code == 0, out[-3000:]
+    after = services()
+    assert node("ray-worker1").file("/etc/systemd/system/ascend-ray.service").content_string == worker1_unit
+    for name in ("ray-worker1", "ray-worker2"):
+        # Restarted by the role (not by systemd after losing the head), after the head.
+        assert after[name][0] != before[name][0] and after[name][1] == 0, (name, before, after)
+        assert after[name][2] > after[HEAD][2], (name, after)
+    assert "GET /simple/ray/" in worker2.file("/tmp/index.log").content_string
+    assert worker2.check_output("%s/bin/python -c 'import ray; print(ray.__version__)'" % VENV) == "2.52.1"
+    assert wait_whole(60)[address_of(worker2)] == 2
