@@ -44,6 +44,8 @@ def wait_whole(seconds, replaced=()):
             return {n["ip"]: n["npus"] for n in seen}
         time.sleep(3)
     raise AssertionError("cluster not whole after %d s (replaced raylets %s): %s" % (seconds, list(replaced), cluster()))
+
+
 def test_service_runs_the_planned_command(host):
     service = host.service("ascend-ray.service")
     assert service.is_running and service.is_enabled
