@@ -30,6 +30,11 @@ def playbook(name, *extra, timeout=900):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def recap(out):
+    """{host: changed count} from a play recap."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
+
+
 def main_pid(host, unit):
     return int(host.check_output("systemctl show -p MainPID --value %s" % unit))
 

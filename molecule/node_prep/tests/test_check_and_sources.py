@@ -3,16 +3,14 @@ from the controller and from a URL with a checksum."""
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import tempfile
 
+from serve_checks import playbook, recap
 from test_failures import HOSTS, hardware, node
 
 testinfra_hosts = ["podman://prep-head"]
-INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
-PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
 PACKAGES = "/opt/ascend-packages"
 
 
@@ -21,16 +19,7 @@ def run(name, host_vars, *extra):
     with tempfile.NamedTemporaryFile("w", suffix=".yml") as inventory:
         json.dump({"ascend_cluster": {"hosts": host_vars}}, inventory)
         inventory.flush()
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
-                   ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-        proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY,
-                               "-i", inventory.name] + list(extra),
-                              capture_output=True, text=True, timeout=600, check=False, env=env)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def recap(out):
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
+        return playbook(name, "-i", inventory.name, *extra)
 
 
 def test_check_changes_nothing_and_skips_one_nodes_npu_network_with_a_warning():

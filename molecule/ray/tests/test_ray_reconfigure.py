@@ -2,23 +2,14 @@
 
 import json
 import os
-import subprocess
 import tempfile
 import time
 
+from serve_checks import playbook
 from test_ray import HEAD, HOSTS, address_of, node, wait_whole
 
 testinfra_hosts = ["podman://" + HEAD]
-INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
-PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
 VENV = "/opt/ascend-inference/venv"
-
-
-def playbook(name, *extra):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY] + list(extra),
-                          capture_output=True, text=True, timeout=900, check=False, env=env)
-    return proc.returncode, proc.stdout + proc.stderr
 
 
 def with_host_vars(host_vars):

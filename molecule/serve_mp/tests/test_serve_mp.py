@@ -1,9 +1,8 @@
 """Seed scenario 8 on Atlas A3 nodes: mp data parallelism with a headless worker, an API key."""
 
-import re
 import time
 
-from serve_checks import (INVENTORY, address_of, completion, flags, main_pid, node, playbook, request, restarts,
+from serve_checks import (INVENTORY, address_of, completion, flags, main_pid, node, playbook, recap, request, restarts,
                           serve_process, wait_healthy)
 
 import testinfra.utils.ansible_runner
@@ -67,11 +66,6 @@ def test_api_key_is_required_and_never_on_a_command_line():
 
 def test_completion_from_the_other_node():
     assert completion(node(WORKER), address_of(node(HEAD)), NAME, key=KEY)
-
-
-def recap(out):
-    """{host: changed count} from a play recap."""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
 
 
 def test_a_verbose_run_that_rewrites_the_key_shows_it_nowhere_then_a_rerun_changes_nothing():
