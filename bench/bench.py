@@ -53,6 +53,8 @@ GROUP_VARS = {
     "ansible_user": "root",
     "ansible_python_interpreter": "/usr/bin/python3",
 }
+# Each node's simulated hardware, with the serve double installed as vllm-ascend 0.23.0 (on vLLM 0.23.0).
+SIM_STATE = {"npu_count": NPUS_PER_NODE, "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0"}}
 # The containers are new on every repetition, with new host keys at the same addresses.
 SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
@@ -136,10 +138,10 @@ class Nodes:
             stdout=subprocess.DEVNULL)
         run(["podman", "start", name], stdout=subprocess.DEVNULL)
         wait_for_ssh(node_ip(index))
-        setup = ("printf '{\"npu_count\": %d}\\n' > /etc/ascend-sim/node.json && ascend-sim apply"
+        setup = ("printf '%%s\\n' %s > /etc/ascend-sim/node.json && ascend-sim apply"
                  " && mkdir -p %s && printf '%%s\\n' %s > %s/config.json"
                  " && install -d -m 700 /root/.ssh && printf '%%s\\n' %s > /root/.ssh/authorized_keys"
-                 % (NPUS_PER_NODE, MODEL, shlex.quote(json.dumps(MODEL_CONFIG)), MODEL,
+                 % (shlex.quote(json.dumps(SIM_STATE)), MODEL, shlex.quote(json.dumps(MODEL_CONFIG)), MODEL,
                     shlex.quote(self.public_key)))
         run(["podman", "exec", name, "sh", "-c", setup])
 

@@ -32,7 +32,8 @@ start_nodes() {
       --network "$network" --ip "$ip" --systemd=always --cap-add SYS_ADMIN "$image" /sbin/init >/dev/null
     podman start "$name" >/dev/null
     podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null || true
-    podman exec "$name" sh -c "printf '{\"npu_count\": %d}\n' $npus_per_node > /etc/ascend-sim/node.json \
+    # The serve double installed as vllm-mindspore 0.5.1 (on vLLM 0.11.0), the inventory's engine.
+    podman exec "$name" sh -c "printf '{\"npu_count\": %d, \"engine\": {\"name\": \"vllm-mindspore\", \"version\": \"0.5.1\", \"vllm\": \"0.11.0\"}}\n' $npus_per_node > /etc/ascend-sim/node.json \
       && ascend-sim apply && mkdir -p '$model' && printf '%s\n' '$model_config' > '$model/config.json'"
   done
 }

@@ -55,3 +55,60 @@ def unit_of_cgroup(cgroup_text):
     """The systemd service a process runs in, from /proc/PID/cgroup, or None."""
     units = UNIT.findall(cgroup_text or "")
     return units[-1] if units else None
+
+
+# Run by the engine's own interpreter: the installed version of each distribution named in argv.
+DISTRIBUTION_VERSIONS = (
+    "import importlib.metadata as m, json, sys\n"
+    "found = {}\n"
+    "for name in sys.argv[1:]:\n"
+    "    try:\n"
+    "        found[name] = m.version(name)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        found[name] = None\n"
+    "print(json.dumps(found))\n"
+)
+
+
+def shebang_interpreter(first_line):
+    """(interpreter, name to look up on PATH) from a script's first line; (None, None) if it has no shebang.
+
+    ``#!/opt/env/bin/python3`` gives ("/opt/env/bin/python3", None); ``#!/usr/bin/env python3``
+    gives (None, "python3"), as pip's console scripts and hand-written wrappers start.
+    """
+    line = (first_line or "").strip()
+    if not line.startswith("#!"):
+        return None, None
+    words = line[2:].split()
+    if not words:
+        return None, None
+    if words[0].endswith("/env"):
+        names = [w for w in words[1:] if not w.startswith("-")]
+        return (None, names[0]) if names else (None, None)
+    return words[0], None
+
+
+def engine_problems(found, distribution, engine_version, vllm_version):
+    """Sentences naming how the installed engine differs from the plan (empty when it matches).
+
+    ``found``: what the probe read (``program``, ``interpreter``, ``versions`` by distribution,
+    ``error``); the engine's ``distribution`` should be at ``engine_version`` and vLLM at ``vllm_version``.
+    """
+    if not found.get("program"):
+        return []  # not installed (yet): reported as a note, the serve role says where it looked
+    where = "%s (Python %s)" % (found["program"], found.get("interpreter"))
+    if found.get("error"):
+        return ["%s: cannot read the installed engine's version: %s" % (where, found["error"])]
+    versions = found.get("versions") or {}
+    problems = []
+    installed = versions.get(distribution)
+    if installed != engine_version:
+        what = "the installed %s is %s" % (distribution, installed) if installed else \
+            "no %s distribution is installed" % distribution
+        problems.append("ascend_engine_version is %s but %s: %s" % (engine_version, what, where))
+    vllm = versions.get("vllm")
+    if vllm != vllm_version:
+        problems.append("%s %s runs on vLLM %s but %s: %s" % (
+            distribution, engine_version, vllm_version,
+            "the installed vLLM is %s" % vllm if vllm else "no vllm distribution is installed", where))
+    return problems

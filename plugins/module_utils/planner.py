@@ -17,10 +17,7 @@ import ipaddress
 import json
 import shlex
 
-from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import (
-    SERVE_OPTIONS,
-    VLLM_VERSION,
-)
+from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
 
 ENGINES = {
     "vllm-mindspore": ["vllm-mindspore", "serve"],
@@ -30,7 +27,7 @@ LAUNCHERS = ("ray", "mp")
 MODEL_BACKENDS = ("MindFormers", "Native", "MindOne")
 
 # Options the planner computes; a user who sets them in ascend_serve_options is
-# told which inventory variable to use instead.
+# told which inventory variable to use instead. The same list for every vLLM release.
 OWNED_OPTIONS = {
     "model": "ascend_model",
     "model_tag": "ascend_model",
@@ -51,10 +48,15 @@ OWNED_OPTIONS = {
     "additional_config": "ascend_additional_config",
 }
 
+# Options that belong to the API server: given to the node that serves the API
+# only (vLLM 0.23 and later refuse --api-server-count on a headless node).
+API_NODE_OPTIONS = ("api_server_count",)
+
 # config.json keys that hold the number of routed experts, by model family.
 EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
 
 DEFAULTS = {
+    "engine_version": None,
     "launcher": "ray",
     "served_model_name": None,
     "tensor_parallel_size": 1,
@@ -258,9 +260,8 @@ def _start_ranks(nodes, local, launcher, dp, check):
     return ranks
 
 
-def _render_option(name, value, check):
+def _render_option(name, spec, value, check):
     """argv elements for one ascend_serve_options entry (no shell involved)."""
-    spec = SERVE_OPTIONS.get(name)
     flag = "--" + name.replace("_", "-")
     if value is None:
         return []
@@ -271,7 +272,9 @@ def _render_option(name, value, check):
             return []
         if value:
             return [flag]
-        return ["--no-" + name.replace("_", "-")] if kind == "bool_optional" else []
+        if kind == "flag":
+            return []
+        return [spec.get("negative", "--no-" + name.replace("_", "-"))]
     if isinstance(value, bool):
         check.fail("ascend_serve_options.%s takes a value, not %r", name, value)
         return []
@@ -304,23 +307,45 @@ def _is_number_text(text, type_name):
     return True
 
 
-def _user_options(options, check):
+def _user_options(options, release, check):
+    """(argv for every serve node, argv for the API node only) from ascend_serve_options."""
+    table = release["options"] if release else {}
     normalised = {}
     for key in sorted(options):
         name = str(key).lstrip("-").replace("-", "_")
         if name in OWNED_OPTIONS:
             check.fail("ascend_serve_options.%s is set by the planner; use %s instead", key, OWNED_OPTIONS[name])
-        elif name not in SERVE_OPTIONS:
-            check.fail("ascend_serve_options.%s is not an option of `vllm serve` (vLLM %s); "
-                       "abbreviations are not accepted", key, VLLM_VERSION)
+        elif release and name not in table:
+            check.fail("ascend_serve_options.%s is not an option of `vllm serve` in vLLM %s (%s); "
+                       "abbreviations are not accepted", key, release["vllm"], release["label"])
         elif name in normalised:
             check.fail("ascend_serve_options sets %s twice (as %s)", name, key)
         else:
             normalised[name] = options[key]
-    rendered = []
+    everywhere, api_node = [], []
     for name in sorted(normalised):
-        rendered.extend(_render_option(name, normalised[name], check))
-    return rendered
+        if name in table:
+            argv = _render_option(name, table[name], normalised[name], check)
+            (api_node if name in API_NODE_OPTIONS else everywhere).extend(argv)
+    return everywhere, api_node
+
+
+def _engine_release(settings, check):
+    """The engine release, the vLLM it runs on and that vLLM's option table; None when unknown."""
+    engine = settings["engine"]
+    if engine not in ENGINES:
+        return None
+    version = settings["engine_version"]
+    if version is None:
+        version = engine_versions.DEFAULT_ENGINE_VERSIONS[engine]
+    try:
+        vllm = engine_versions.vllm_version(engine, version)
+    except ValueError as exc:
+        check.fail("ascend_engine_version: %s", exc)
+        return None
+    return {"engine_version": str(version), "vllm": vllm,
+            "label": "%s %s" % (engine, version),
+            "options": engine_versions.OPTION_TABLES[vllm].SERVE_OPTIONS}
 
 
 def _expert_parallel(settings, tp, dp, check):
@@ -465,7 +490,7 @@ def _check_capacity(settings, nodes, devices, local, world, check):
                        tp, pp, dp)
 
 
-def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared):
+def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared, api_node):
     """The node's serve command, or None when the node serves nothing."""
     launcher, dp = settings["launcher"], settings["data_parallel_size"]
     if launcher == "ray" and node is not head:
@@ -493,7 +518,7 @@ def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, 
             argv += ["--data-parallel-address", head["node_ip"],
                      "--data-parallel-rpc-port", str(settings["dp_rpc_port"])]
     if node is head:
-        argv += ["--port", str(settings["api_port"])]
+        return argv + ["--port", str(settings["api_port"])] + shared + api_node
     return argv + shared
 
 
@@ -564,7 +589,8 @@ def make_plan(settings, nodes):
     for node in nodes:
         devices[node["name"]], device_source[node["name"]] = _node_devices(node, check)
     physical = dict((n["name"], _physical_devices(n, devices[n["name"]], check)) for n in nodes)
-    shared = _user_options(settings["serve_options"], check)
+    release = _engine_release(settings, check)
+    shared, api_node = _user_options(settings["serve_options"], release, check)
     if not sizes_ok:
         check.raise_if_any()
     tp, pp, dp = (settings[k] for k in ("tensor_parallel_size", "pipeline_parallel_size",
@@ -593,7 +619,7 @@ def make_plan(settings, nodes):
     planned = {}
     for node in nodes:
         name = node["name"]
-        serve = _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared)
+        serve = _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared, api_node)
         ray = _ray_start_argv(settings, node, head) if settings["launcher"] == "ray" else None
         env = _env(settings, node, multi_node, devices[name])
         planned[name] = {
@@ -621,6 +647,10 @@ def make_plan(settings, nodes):
     return {
         "cluster": {
             "engine": settings["engine"],
+            "engine_version": release["engine_version"],
+            "engine_distribution": engine_versions.ENGINE_DISTRIBUTIONS[settings["engine"]],
+            "engine_program": ENGINES[settings["engine"]][0],
+            "vllm_version": release["vllm"],
             "launcher": settings["launcher"],
             "model": settings["model"],
             "served_model_name": settings["served_model_name"] or settings["model"],

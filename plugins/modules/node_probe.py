@@ -58,6 +58,34 @@ options:
   model:
     description: A model directory whose regular files are counted and summed (not followed into symbolic links); omit to skip.
     type: path
+  engine:
+    description:
+      - The engine to look for; omit to skip. Its serve O(engine.program) is looked up in
+        O(engine.python_env)C(/bin), then on PATH (as the serve role does); the Python that runs it (its
+        C(#!) line, C(env) names looked up the same way) reports the installed versions of the engine's
+        distribution and of C(vllm) from their package metadata.
+    type: dict
+    suboptions:
+      program:
+        description: The serve program (V(vllm) or V(vllm-mindspore)).
+        type: str
+        required: true
+      python_env:
+        description: The engine's Python environment.
+        type: path
+        required: true
+      distribution:
+        description: The engine's Python distribution (V(vllm-ascend) or V(vllm-mindspore)).
+        type: str
+        required: true
+      version:
+        description: The engine release the plan expects.
+        type: str
+        required: true
+      vllm_version:
+        description: The vLLM release that engine runs on.
+        type: str
+        required: true
 """
 
 EXAMPLES = r"""
@@ -135,6 +163,19 @@ model:
   returned: always
   type: dict
   sample: {files: 12, bytes: 15231233024}
+engine:
+  description:
+    - The serve C(program) found (null when none), the C(interpreter) that runs it, the installed C(versions)
+      by distribution (null for one not installed), an C(error) when they could not be read, and the C(problems)
+      where they differ from O(engine.version) and O(engine.vllm_version). Null when O(engine) is omitted.
+  returned: always
+  type: dict
+  sample:
+    program: /opt/ascend-inference/venv/bin/vllm
+    interpreter: /opt/ascend-inference/venv/bin/python3
+    versions: {vllm-ascend: 0.23.0, vllm: 0.23.0}
+    error: null
+    problems: []
 listeners:
   description: Listening TCP sockets with the process (C(process), C(pid)) and its systemd service (C(unit), null outside one).
   returned: always
@@ -144,6 +185,7 @@ listeners:
 """
 
 import glob
+import json
 import os
 import stat
 
@@ -207,6 +249,41 @@ def _model(path):
     return {"files": files, "bytes": size}
 
 
+def _which(name, directories):
+    if os.path.isabs(name):
+        return name if os.access(name, os.X_OK) else None
+    for directory in directories:
+        candidate = os.path.join(directory, name)
+        if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _engine(module, spec):
+    """Where the serve program is, which Python runs it and what that Python has installed."""
+    search = [os.path.join(spec["python_env"], "bin")] + os.environ.get("PATH", "").split(os.pathsep)
+    found = {"program": _which(spec["program"], search), "interpreter": None, "versions": {}, "error": None}
+    if found["program"]:
+        with open(found["program"], "rb") as handle:
+            first_line = handle.readline(512).decode("latin-1")
+        interpreter, name = parse.shebang_interpreter(first_line)
+        found["interpreter"] = _which(name, search) if name else interpreter
+        if not found["interpreter"]:
+            found["error"] = "no Python interpreter found from its first line %r" % first_line.strip()
+        else:
+            distributions = [spec["distribution"], "vllm"]
+            rc, out, err = _run(module, [found["interpreter"], "-c", parse.DISTRIBUTION_VERSIONS] + distributions)
+            try:
+                found["versions"] = json.loads(out) if rc == 0 else None
+            except ValueError:
+                found["versions"] = None
+            if found["versions"] is None:
+                found["error"] = "%s failed (rc %d): %s" % (found["interpreter"], rc, (err or out).strip()[-300:])
+                found["versions"] = {}
+    found["problems"] = parse.engine_problems(found, spec["distribution"], spec["version"], spec["vllm_version"])
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -215,6 +292,13 @@ def main():
             cann_layout=dict(type="str", default="auto", choices=["auto"] + list(cann.LAYOUTS)),
             device_map=dict(type="dict", default={}),
             model=dict(type="path"),
+            engine=dict(type="dict", options=dict(
+                program=dict(type="str", required=True),
+                python_env=dict(type="path", required=True),
+                distribution=dict(type="str", required=True),
+                version=dict(type="str", required=True),
+                vllm_version=dict(type="str", required=True),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -249,6 +333,7 @@ def main():
         cann_problems=problems,
         driver=cann.driver(_read(os.path.join(module.params["ascend_home"], "driver", "version.info"))),
         model=_model(model) if model else None,
+        engine=_engine(module, module.params["engine"]) if module.params["engine"] else None,
         listeners=sockets,
     )
 

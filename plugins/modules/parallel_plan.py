@@ -36,6 +36,14 @@ options:
     type: str
     required: true
     choices: [vllm-ascend, vllm-mindspore]
+  engine_version:
+    description:
+      - The engine package's release (vllm-mindspore V(0.5.1), vllm-ascend V(0.23.0)); selects the vLLM
+        release it runs on (vllm-mindspore 0.4.x on vLLM 0.9.1, 0.5.x on 0.11.0; vllm-ascend X.Y.Z on X.Y.Z),
+        whose C(serve) options O(serve_options) are checked against.
+      - Tables ship for vLLM 0.9.1, 0.11.0, 0.23.0 and 0.33.0; another release is refused.
+      - Default V(0.5.1) for vllm-mindspore, V(0.23.0) for vllm-ascend.
+    type: str
   model:
     description: Model path or tag, the positional argument of C(serve).
     type: str
@@ -193,6 +201,22 @@ cluster:
   returned: success
   type: dict
   contains:
+    engine_version:
+      description: The engine release planned for (O(engine_version) or the engine's default).
+      type: str
+      returned: success
+    vllm_version:
+      description: The vLLM release that engine runs on; O(serve_options) were checked against its options.
+      type: str
+      returned: success
+    engine_distribution:
+      description: The engine's Python distribution (V(vllm-ascend) or V(vllm-mindspore)).
+      type: str
+      returned: success
+    engine_program:
+      description: The engine's serve program (V(vllm) or V(vllm-mindspore)).
+      type: str
+      returned: success
     head:
       description: The head's inventory name.
       type: str
@@ -300,6 +324,7 @@ NODE_SPEC = dict(
 # Defaults come from the planner so that the module and the logic cannot drift.
 ARGUMENT_SPEC = dict(
     engine=dict(type="str", required=True, choices=sorted(ENGINES)),
+    engine_version=dict(type="str"),
     model=dict(type="str", required=True),
     served_model_name=dict(type="str"),
     launcher=dict(type="str", default=DEFAULTS["launcher"], choices=list(LAUNCHERS)),

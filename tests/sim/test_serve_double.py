@@ -44,8 +44,9 @@ def sim(tmp_path):
     class Sim:
         help_dir = lib / "vllm_help"
         model = str(tmp_path / "model")
+        # The host's Python has no vllm metadata: the release is given (vllm-mindspore 0.5.x runs on 0.11.0).
         env = {"PATH": os.environ["PATH"], "ASCEND_SIM_LIB": str(lib), "ASCEND_SIM_ROOT": str(tmp_path / "root"),
-               "ASCEND_SIM_HANDSHAKE_TIMEOUT": "20"}
+               "ASCEND_SIM_HANDSHAKE_TIMEOUT": "20", "ASCEND_SIM_VLLM_VERSION": "0.11.0"}
 
         def start(self, program, *args, **env):
             proc = subprocess.Popen([sys.executable, os.path.join(DOUBLES, program)] + list(args),
@@ -107,7 +108,7 @@ def test_rejects_what_vllm_rejects(sim, args, message):
 
 def test_options_are_the_captured_ones(sim):
     """An option that the help capture lacks is refused, whatever the collection's table says."""
-    capture = next(sim.help_dir.glob("vllm-*-serve-help.txt"))
+    capture = sim.help_dir / "vllm-0.11.0-serve-help.txt"
     text = capture.read_text()
     assert "  --max-num-seqs MAX_NUM_SEQS\n" in text
     capture.write_text(text.replace("  --max-num-seqs MAX_NUM_SEQS\n", ""))
@@ -187,3 +188,108 @@ def test_mp_head_refuses_ranks_outside_dp(sim):
     code, output = sim.run("vllm-mindspore", "serve", sim.model, "--headless", "--data-parallel-start-rank", "3",
                            *common)
     assert code == 1 and "outside data_parallel_size 4" in output, output
+
+
+# --- what differs by vLLM release ------------------------------------------------
+
+@pytest.mark.parametrize("version,accepted,refused", [
+    ("0.11.0", ["--swap-space", "4"], ["--optimization-level", "2"]),
+    ("0.23.0", ["--optimization-level", "2"], ["--swap-space", "4"]),
+    ("0.33.0", ["--disable-prefix-caching"], ["--no-enable-prefix-caching"]),
+    ("0.9.1", ["--swap-space", "4"], ["--api-server-count", "2", "--served-model-name", "x", "--no-such"]),
+])
+def test_accepts_the_options_of_its_release_only(sim, version, accepted, refused):
+    code, output = sim.run("vllm", "serve", "/nonexistent/model", *accepted, ASCEND_SIM_VLLM_VERSION=version)
+    assert code == 1 and "is not a local folder" in output and "(vLLM %s)" % version in output, output
+    code, output = sim.run("vllm", "serve", "/nonexistent/model", *refused, ASCEND_SIM_VLLM_VERSION=version)
+    unknown = refused[-1] if refused[-1].startswith("--") else " ".join(refused)
+    assert code == 2 and "unrecognized arguments: %s" % unknown in output, output
+
+
+@pytest.mark.parametrize("version,count,message", [
+    ("0.23.0", "1", "--api-server-count=1 cannot be used with --headless"),
+    ("0.33.0", "1", "--api-server-count=1 cannot be used with --headless"),
+    ("0.11.0", "2", "api_server_count can't be set in headless mode"),
+    ("0.9.1", "2", "api_server_count can't be set in headless mode"),
+])
+def test_api_server_count_is_refused_on_a_headless_node(sim, version, count, message):
+    code, output = sim.run("vllm-mindspore", "serve", sim.model, "--headless", "--api-server-count", count,
+                           "--data-parallel-size", "2", "--data-parallel-size-local", "1",
+                           ASCEND_SIM_VLLM_VERSION=version)
+    assert code == 1 and message in output, output
+
+
+def test_api_server_count_1_on_a_headless_node_passes_before_0_23(sim):
+    rpc = free_port()
+    proc = sim.start("vllm-mindspore", "serve", sim.model, "--headless", "--api-server-count", "1",
+                     "--data-parallel-size", "2", "--data-parallel-size-local", "1", "--data-parallel-address",
+                     "127.0.0.1", "--data-parallel-rpc-port", str(rpc), ASCEND_SIM_HANDSHAKE_TIMEOUT="2")
+    out, err = proc.communicate(timeout=30)
+    assert "cannot be used with --headless" not in err and "timed out connecting to the DP coordinator" in err, err
+
+
+@pytest.mark.parametrize("version,start,hybrid", [("0.11.0", "0", False), ("0.11.0", "1", True),
+                                                  ("0.23.0", "0", True), ("0.9.1", "1", False)])
+def test_a_start_rank_on_the_head_switches_to_hybrid_load_balancing(sim, version, start, hybrid):
+    """Hybrid LB: the head serves its own ranks only, so a headless node's ranks are refused."""
+    port, rpc = free_port(), free_port()
+    common = ["--data-parallel-size", "4", "--data-parallel-size-local", "2", "--data-parallel-address", "127.0.0.1",
+              "--data-parallel-rpc-port", str(rpc)]
+    head = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--host", "127.0.0.1",
+                     "--data-parallel-start-rank", start, *common, ASCEND_SIM_VLLM_VERSION=version)
+    worker = sim.start("vllm-mindspore", "serve", sim.model, "--headless", "--data-parallel-start-rank", "2",
+                       *common, ASCEND_SIM_VLLM_VERSION=version)
+    assert wait_http(port, head)[0] == 200
+    if hybrid:
+        out, err = worker.communicate(timeout=30)
+        assert worker.returncode == 1 and "runs hybrid load balancing" in err, err
+        assert "hybrid load balancing: this API server serves DP ranks" in head_log(head)
+    else:
+        time.sleep(1)
+        assert worker.poll() is None
+
+
+def head_log(proc):
+    proc.kill()
+    return proc.communicate()[1]
+
+
+def test_the_api_server_count_default_follows_the_release(sim):
+    for version, servers in (("0.11.0", 1), ("0.23.0", 2)):
+        port = free_port()
+        head = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--host", "127.0.0.1",
+                         "--data-parallel-size", "2", ASCEND_SIM_VLLM_VERSION=version)
+        assert wait_http(port, head)[0] == 200
+        assert "%d API server(s)" % servers in head_log(head)
+
+
+def test_installed_engine_is_found_by_its_metadata(tmp_path):
+    """`ascend-sim apply` installs the double as pip installs the engine; the double reads its release from it."""
+    root = tmp_path / "root"
+    lib = tmp_path / "lib"
+    shutil.copytree(DOUBLES, lib)
+    shutil.copytree(VLLM_HELP, lib / "vllm_help", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "etc/ascend-sim").mkdir(parents=True)
+    (root / "etc/ascend-sim/node.json").write_text(json.dumps(
+        {"engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0", "env": "/opt/engine"}}))
+    env = {"PATH": os.environ["PATH"], "ASCEND_SIM_ROOT": str(root), "ASCEND_SIM_LIB": str(lib)}
+    subprocess.run([sys.executable, str(lib / "ascend-sim"), "apply"], env=env, check=True)
+    script = root / "opt/engine/bin/vllm"
+    assert script.read_text().startswith("#!%s/opt/engine/bin/python3\n" % root)
+    assert not (root / "opt/engine/bin/vllm-mindspore").exists()
+    done = subprocess.run([str(script), "serve", "/nonexistent/model", "--optimization-level", "2"], env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "(vLLM 0.23.0)" in done.stderr and "is not a local folder" in done.stderr, \
+        done.stderr
+    # Another engine replaces it, metadata and script.
+    (root / "etc/ascend-sim/node.json").write_text(json.dumps(
+        {"engine": {"name": "vllm-mindspore", "version": "0.5.1", "vllm": "0.11.0", "env": "/opt/engine"}}))
+    subprocess.run([sys.executable, str(lib / "ascend-sim"), "apply"], env=env, check=True)
+    assert not script.exists()
+    found = subprocess.run([str(root / "opt/engine/bin/python3"), "-c",
+                            "import importlib.metadata as m; print(m.version('vllm'), m.version('vllm-mindspore'))"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert found == ["0.11.0", "0.5.1"]
+    done = subprocess.run([str(root / "opt/engine/bin/vllm-mindspore"), "serve", "/m", "--optimization-level", "2"],
+                          env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "unrecognized arguments: --optimization-level 2" in done.stderr, done.stderr

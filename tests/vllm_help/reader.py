@@ -8,7 +8,8 @@ against vLLM rather than against that table.  It must not import the table.
 
 ``read_capture(version)`` gives ``{name: {"kind": kind, "choices": [...]}}``:
 names as vLLM's dests (dashes as underscores), kind as argparse prints it:
-``flag`` (``--x``), ``bool_optional`` (``--x, --no-x``), ``value`` (``--x X``
+``flag`` (``--x``), ``bool_optional`` (``--x, --no-x``, or ``--enable-x, --disable-x``
+with ``negative`` naming the second), ``value`` (``--x X``
 or ``--x [X]``) or ``multi`` (``--x X [X ...]``, ``--x [X ...]``); choices only
 where the metavar is argparse's ``{a,b,c}`` and nothing else.
 """
@@ -69,8 +70,12 @@ def _add_invocation(options, invocation):
         return  # argparse's own -h/--help, which every parser adds
     name = longs[0][2:]
     metavar = parts[longs[0]]
+    inverse = _enable_disable_inverse(longs[0])
     if "--no-" + name in parts and not metavar:
         entry = {"kind": "bool_optional"}
+    elif inverse in parts and not metavar:
+        # vLLM 0.33 and later show --enable-x with --disable-x (--no-enable-x still parses, unshown).
+        entry = {"kind": "bool_optional", "negative": inverse}
     elif not metavar:
         entry = {"kind": "flag"}
     else:
@@ -79,6 +84,13 @@ def _add_invocation(options, invocation):
     if key in options:
         raise ValueError("--%s is listed twice in the help text" % name)
     options[key] = entry
+
+
+def _enable_disable_inverse(flag):
+    for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+        if flag.startswith(prefix):
+            return inverse + flag[len(prefix):]
+    return None
 
 
 def _value_entry(metavar):

@@ -135,8 +135,9 @@ def test_nnrt_package_extracts_and_installs_pyacl(host):
 
 @pytest.fixture
 def ray_probe(host):
-    """Ray from the image's wheelhouse, offline, in a throwaway venv."""
-    if not host.file(PROBE + "/bin/python").exists:
+    """Ray from the image's wheelhouse, offline, in a throwaway venv (on sim-head the serve double's engine
+    environment, which `ascend-sim apply` created without Ray)."""
+    if not host.file(PROBE + "/bin/ray").exists:
         host.check_output("python3 -m venv %s && %s/bin/pip install -q --no-index --find-links /opt/wheelhouse ray"
                           % (PROBE, PROBE))
     return PROBE + "/bin/python"

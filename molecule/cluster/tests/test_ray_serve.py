@@ -28,7 +28,7 @@ def address_of(host):
 
 
 def ensure_probe(host):
-    if not host.file(PROBE + "/bin/python").exists:
+    if not host.file(PROBE + "/bin/ray").exists:
         host.check_output("python3 -m venv %s && %s/bin/pip install -q --no-index --find-links /opt/wheelhouse ray"
                           % (PROBE, PROBE))
 

@@ -15,7 +15,7 @@ MODEL, NAME, KEY = "/models/deepseek-tiny", "deepseek-r1-w8a8", "sim-secret-7f3a
 
 def test_head_runs_rank_0_and_1_with_the_coordinator():
     argv, env = serve_process(node(HEAD))
-    assert argv[:3] == ["/usr/local/bin/vllm-mindspore", "serve", MODEL], argv
+    assert argv[:3] == ["/opt/ascend-inference/venv/bin/vllm-mindspore", "serve", MODEL], argv
     found = flags(argv)
     head_ip = address_of(node(HEAD))
     assert {k: found.get(k) for k in ("--tensor-parallel-size", "--data-parallel-size", "--data-parallel-size-local",

@@ -10,7 +10,7 @@ VENV = "/opt/ascend-inference/venv"
 
 def test_head_serves_all_dp_ranks_through_ray():
     argv, env = serve_process(node(HEAD))
-    assert argv == ["/usr/local/bin/vllm-mindspore", "serve", MODEL, "--tensor-parallel-size", "1",
+    assert argv == [VENV + "/bin/vllm-mindspore", "serve", MODEL, "--tensor-parallel-size", "1",
                     "--data-parallel-size", "4", "--data-parallel-size-local", "2",
                     "--data-parallel-backend", "ray", "--port", "8000"], argv
     nic = node(HEAD).check_output("ip -4 -o addr show scope global | awk '{print $2}'")
@@ -42,8 +42,9 @@ def test_serve_finds_the_engine_in_its_environment_clears_a_stale_worker_unit_an
     worker.check_output("printf '[Service]\\nExecStart=/bin/sleep infinity\\n' > /etc/systemd/system/ascend-serve.service"
                         " && echo VLLM_API_KEY=old > /etc/ascend-inference/serve.env"
                         " && systemctl daemon-reload && systemctl start ascend-serve.service")
-    # The engine installed in the engine's Python environment, which comes before PATH.
-    head.check_output("ln -s /usr/local/bin/vllm-mindspore %s/bin/vllm-mindspore" % VENV)
+    # The engine is installed in the engine's Python environment, which comes before PATH:
+    # a broken one on PATH must not be taken.
+    head.check_output("printf '#!/bin/sh\\nexit 3\\n' > /usr/local/bin/vllm-mindspore && chmod 755 /usr/local/bin/vllm-mindspore")
 
     def requests(kind):
         return head.check_output("journalctl -u ascend-serve.service --no-pager").count('"%s HTTP/1.1" 200' % kind)
@@ -58,3 +59,4 @@ def test_serve_finds_the_engine_in_its_environment_clears_a_stale_worker_unit_an
     # Readiness was waited for (new GET /health); no completion was asked for.
     assert requests("GET /health") > health_checks and requests("POST /v1/completions") == smoke_tests
     assert completion(worker, address_of(head), MODEL)
+    head.check_output("rm /usr/local/bin/vllm-mindspore")

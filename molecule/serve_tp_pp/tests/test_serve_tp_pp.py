@@ -19,7 +19,7 @@ def pids():
 
 def test_head_serves_with_the_ray_executor():
     argv, env = serve_process(node(HEAD))
-    assert argv[:3] == ["/usr/local/bin/vllm", "serve", MODEL], argv
+    assert argv[:3] == ["/opt/ascend-inference/venv/bin/vllm", "serve", MODEL], argv
     found = flags(argv)
     assert found["--tensor-parallel-size"] == "16" and found["--pipeline-parallel-size"] == "2"
     assert found["--distributed-executor-backend"] == "ray" and found["--port"] == "8000"

@@ -20,10 +20,17 @@ The node's hardware is described by one JSON file the tests may change,
       "faults": {"3": {"link": "DOWN", "net_health": "Init", "ping_loss": true, "vnic": false,
                        "lldp": false, "netdetect": false, "gateway": false, "ip": false}},
       "fail": {"npu-smi": "dcmi module initialize failed. ret is -8005",
-               "hccn_tool": "..."}    # a tool that must fail outright
+               "hccn_tool": "..."},   # a tool that must fail outright
+      "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0",
+                 "env": "/opt/ascend-inference/venv"}  # the serve double "pip-installed" (default: none)
     }
 
-`ascend-sim apply` turns it into the files the real tools would find. When
+`ascend-sim apply` turns it into the files the real tools would find. The
+engine is installed as pip would install it: a console script (`vllm` or
+`vllm-mindspore`, running the serve double) in the environment's bin, and
+package metadata for the engine's distribution and for the vLLM it names, so
+that the double and the collection's preflight read the versions as on a real
+node. The pairing is the test's to choose (a wrong one is how tests make it). When
 /etc/ascend-sim/bundle.json (a support bundle written by playbooks/collect.yml)
 is present, the node replays that bundle instead: its files and device files
 are written as recorded, and npu-smi and hccn_tool answer every recorded
@@ -311,6 +318,44 @@ def apply_cann(state):
     write("%s/set_env.sh" % script_dir, set_env_script(layout, version))
 
 
+ENGINE_PROGRAMS = {"vllm-ascend": "vllm", "vllm-mindspore": "vllm-mindspore"}
+ENGINE_DISTRIBUTIONS = ("vllm", "vllm_ascend", "vllm_mindspore")
+
+
+def apply_engine(engine):
+    """Install the serve double into a Python environment with the engine's and vLLM's metadata."""
+    env = path(engine.get("env", "/opt/ascend-inference/venv"))
+    python = os.path.join(env, "bin", "python3")
+    if not os.path.exists(python):
+        subprocess.run(["python3", "-m", "venv", env], check=True)
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    for name in ENGINE_DISTRIBUTIONS:
+        for stale in glob.glob(os.path.join(purelib, "%s-*.dist-info" % name)):
+            shutil.rmtree(stale)
+    for name, version in (("vllm", engine["vllm"]), (engine["name"], engine["version"])):
+        info = os.path.join(purelib, "%s-%s.dist-info" % (name.replace("-", "_"), version))
+        os.makedirs(info)
+        with open(os.path.join(info, "METADATA"), "w") as handle:
+            handle.write("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: ascend.inference test double\n"
+                         % (name, version))
+        with open(os.path.join(info, "INSTALLER"), "w") as handle:
+            handle.write("ascend-sim\n")
+    for engine_name, program in ENGINE_PROGRAMS.items():
+        script = os.path.join(env, "bin", program)
+        if engine_name != engine["name"]:
+            if os.path.lexists(script):
+                os.remove(script)
+            continue
+        with open(script + ".tmp", "w") as handle:
+            # A console script as pip writes it: the environment's Python in the first line.
+            handle.write("#!%s\nimport os\nimport sys\n\nsys.path.insert(0, os.environ.get('ASCEND_SIM_LIB', %r))\n"
+                         "import vllm_sim  # noqa: E402\n\nif __name__ == '__main__':\n"
+                         "    sys.exit(vllm_sim.main(%r))\n" % (python, HERE, engine_name))
+        os.chmod(script + ".tmp", 0o755)
+        os.replace(script + ".tmp", script)
+
+
 def apply_bundle(bundle):
     """Write the bundle's files and device files as they were on its node."""
     for name, content in bundle.get("files", {}).items():
@@ -326,6 +371,8 @@ def apply(state):
     if bundle is not None:
         apply_bundle(bundle)
         return
+    if state.get("engine"):
+        apply_engine(state["engine"])
     missing = set(int(d) for d in state["missing_devices"])
     set_devices([c["physical"] for c in chips(state) if c["physical"] not in missing])
     apply_cann(state)

@@ -15,16 +15,27 @@ GET /v1/models and POST /v1/completions.
   only once every DP rank is owned; a --headless node registers its start rank
   and local size there and is refused when its ranks overlap or fall outside
   the DP size.
+- What differs by vLLM release (vllm/entrypoints/cli/serve.py, engine/arg_utils.py
+  of 0.9.1 and 0.23.0): a start rank on a node that is not headless switches the
+  head to hybrid load balancing (0.9.1: never, it has none; 0.11: a non-zero
+  one; 0.23 and later: any), where it serves only its local ranks, so the
+  headless nodes' ranks are refused. --api-server-count on a --headless node is
+  an error when above 1 (0.9.1) or above 0 (0.23 and later); on an
+  internal-load-balancing head it defaults to the DP size from 0.23 (before: 1).
+
+The vLLM release is the `vllm` distribution's version in this interpreter's
+package metadata (as the real engine is installed beside its vLLM), or
+ASCEND_SIM_VLLM_VERSION; the double accepts that release's options only.
 
 Knobs for tests (environment): ASCEND_SIM_PG_TIMEOUT (placement-group wait,
 default vLLM's 1800 s), ASCEND_SIM_LOAD_SECONDS (model "loading" time before
 listening, default 0), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
-nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (whose help capture to accept;
-needed only when there is more than one).
+nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (overrides the installed vLLM version).
 """
 
 import argparse
 import hashlib
+import importlib.metadata
 import json
 import os
 import signal
@@ -41,7 +52,7 @@ from vllm_help.reader import captured_versions, read_capture  # noqa: E402
 MS_BACKENDS = ("mindformers", "native", "mindone")
 # The help text shows no types: these are the options the double computes with, ints in vLLM.
 INT_OPTIONS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
-               "data_parallel_start_rank", "data_parallel_rpc_port", "port")
+               "data_parallel_start_rank", "data_parallel_rpc_port", "port", "api_server_count")
 
 
 def log(message):
@@ -64,25 +75,37 @@ def _json_object(text):
     return value
 
 
-def serve_options():
+def vllm_release():
+    version = os.environ.get("ASCEND_SIM_VLLM_VERSION")
+    if not version:
+        try:
+            version = importlib.metadata.version("vllm")
+        except importlib.metadata.PackageNotFoundError:
+            die("ModuleNotFoundError: No module named 'vllm' (no vllm distribution in %s's environment)"
+                % sys.executable)
     versions = captured_versions()
-    version = os.environ.get("ASCEND_SIM_VLLM_VERSION") or (versions[0] if len(versions) == 1 else None)
     if version not in versions:
-        die("ASCEND_SIM_VLLM_VERSION must name a vLLM version with a `serve --help=all` capture: %s (found %r)"
-            % (", ".join(versions) or "none", version))
-    return read_capture(version)
+        die("the double has no `serve --help=all` capture of vLLM %s (captures: %s)" % (version, ", ".join(versions)))
+    return version
 
 
-def build_parser(program):
+def release_key(version):
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
+def build_parser(program, version):
     parser = argparse.ArgumentParser(prog=program, allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", allow_abbrev=False)
     serve.add_argument("model_tag", nargs="?")
-    for name, spec in sorted(serve_options().items()):
+    for name, spec in sorted(read_capture(version).items()):
         flag = "--" + name.replace("_", "-")
         kind = spec["kind"]
         if kind == "flag":
             serve.add_argument(flag, dest=name, action="store_true")
+        elif kind == "bool_optional" and "negative" in spec:
+            serve.add_argument(flag, dest=name, action="store_true", default=None)
+            serve.add_argument(spec["negative"], dest=name, action="store_false")
         elif kind == "bool_optional":
             serve.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction)
         else:
@@ -208,10 +231,12 @@ def dp_placement_groups(ray, resources, master_ip, args, world):
 # --- mp data parallel ----------------------------------------------------------
 
 class RankRegistry:
-    """The head's view of which node owns which DP rank."""
+    """The head's view of which node owns which DP rank; a hybrid-LB head serves only ``served``."""
 
-    def __init__(self, size):
+    def __init__(self, size, served=None):
         self.size = size
+        self.served = served
+        self.expected = len(served) if served else size
         self.owner = {}
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
@@ -224,6 +249,9 @@ class RankRegistry:
             outside = [r for r in ranks if r >= self.size]
             if outside:
                 return "DP ranks %s of %s are outside data_parallel_size %d" % (outside, who, self.size)
+            if self.served and not set(ranks) <= set(self.served):
+                return "DP ranks %s of %s are not served here: the head runs hybrid load balancing (ranks %d-%d)" % (
+                    ranks, who, self.served[0], self.served[-1])
             taken = sorted({self.owner[r] for r in ranks if r in self.owner})
             if taken:
                 return "DP ranks %d-%d of %s overlap ranks owned by %s" % (start, start + count - 1, who,
@@ -240,7 +268,7 @@ class RankRegistry:
 
     def complete(self):
         with self.lock:
-            return len(self.owner) == self.size
+            return len(self.owner) == self.expected
 
 
 def serve_registrations(registry, address, port):
@@ -275,7 +303,13 @@ def serve_registrations(registry, address, port):
         threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
 
-def run_headless(args, world):
+def run_headless(args, world, version):
+    count = args.api_server_count
+    if release_key(version) >= (0, 23) and count is not None and count > 0:
+        die("ValueError: --api-server-count=%d cannot be used with --headless (no API servers are started "
+            "in headless mode)." % count)
+    if count is not None and count > 1:
+        die("ValueError: api_server_count can't be set in headless mode")
     address = args.data_parallel_address or "127.0.0.1"
     port = args.data_parallel_rpc_port or 29550
     start = args.data_parallel_start_rank or 0
@@ -300,6 +334,19 @@ def run_headless(args, world):
     log("headless engines for DP ranks %d..%d running" % (start, start + local - 1))
     conn.recv(1)
     die("lost the DP coordinator at %s:%d" % (address, port))
+
+
+def hybrid_load_balancing(args, version):
+    """vLLM's hybrid LB: a start rank on a node that is not headless."""
+    if args.data_parallel_start_rank is None or release_key(version) < (0, 10):
+        return False
+    return release_key(version) >= (0, 23) or args.data_parallel_start_rank != 0
+
+
+def api_servers(args, version, dp):
+    if args.api_server_count is not None:
+        return args.api_server_count
+    return dp if release_key(version) >= (0, 23) else 1
 
 
 def need_devices(count):
@@ -383,14 +430,15 @@ def make_handler(names, api_key, ready):
 
 def main(engine):
     program = "vllm-mindspore" if engine == "vllm-mindspore" else "vllm"
-    args = build_parser(program).parse_args()
-    log("%s %s" % (program, " ".join(sys.argv[1:])))
+    version = vllm_release()
+    args = build_parser(program, version).parse_args()
+    log("%s %s (vLLM %s)" % (program, " ".join(sys.argv[1:]), version))
     check_environment(engine, args)
     tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
     dp = args.data_parallel_size or 1
     world = tp * pp
     if args.headless:
-        run_headless(args, world)
+        run_headless(args, world, version)
         return 0
     hold = None  # keeps the placement groups alive while serving
     registry = None
@@ -399,19 +447,27 @@ def main(engine):
     else:
         local = args.data_parallel_size_local if args.data_parallel_size_local is not None else dp
         need_devices(local * world)
+        # vLLM 0.9.1's head starts its engines at --data-parallel-rank (0), whatever the start rank says.
+        start = (args.data_parallel_start_rank or 0) if release_key(version) >= (0, 10) else 0
         if dp > 1 and local < dp:
-            registry = RankRegistry(dp)
-            registry.claim("head %s" % socket.gethostname(), args.data_parallel_start_rank or 0, local)
+            served = None
+            if hybrid_load_balancing(args, version):
+                # Each node would run its own API server for its own ranks: this one serves only its own.
+                served = list(range(start, start + local))
+                log("hybrid load balancing: this API server serves DP ranks %d..%d only" % (start, start + local - 1))
+            registry = RankRegistry(dp, served)
+            registry.claim("head %s" % socket.gethostname(), start, local)
             threading.Thread(target=serve_registrations, daemon=True,
                              args=(registry, args.data_parallel_address or "127.0.0.1",
                                    args.data_parallel_rpc_port or 29550)).start()
             deadline = time.time() + float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "600"))
             with registry.changed:
-                while len(registry.owner) < dp:
+                while len(registry.owner) < registry.expected:
                     if not registry.changed.wait(timeout=max(0.0, deadline - time.time())):
                         die("TimeoutError: timed out waiting for DP ranks %s to register" % sorted(
                             set(range(dp)) - set(registry.owner)))
-            log("all %d DP ranks registered" % dp)
+            log("all %d DP ranks registered" % len(registry.owner))
+        log("%d API server(s)" % api_servers(args, version, dp))
     # systemd stops services with SIGTERM; Ray's driver set-up may have replaced the handler.
     signal.signal(signal.SIGTERM, lambda *_args: sys.exit(0))
     time.sleep(float(os.environ.get("ASCEND_SIM_LOAD_SECONDS", "0")))

@@ -7,6 +7,8 @@ __metaclass__ = type
 
 import json
 
+import pytest
+
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
 
 IP_JSON = json.dumps([
@@ -47,3 +49,30 @@ def test_unit_is_the_innermost_service_of_the_cgroup():
     assert parse.unit_of_cgroup("0::/system.slice/ssh.service/sub\n") == "ssh.service"
     assert parse.unit_of_cgroup("0::/user.slice/user-0.slice/session-3.scope\n") is None
     assert parse.unit_of_cgroup(None) is None
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("#!/opt/ascend-inference/venv/bin/python3\n", ("/opt/ascend-inference/venv/bin/python3", None)),
+    ("#!/usr/bin/env python3", (None, "python3")),
+    ("#!/usr/bin/env -S python3 -u", (None, "python3")),
+    ("#! /usr/bin/python3.11 -E", ("/usr/bin/python3.11", None)),
+    ("\x7fELF\x02\x01", (None, None)),
+    ("#!", (None, None)),
+    ("", (None, None)),
+])
+def test_shebang_interpreter(line, expected):
+    assert parse.shebang_interpreter(line) == expected
+
+
+def test_engine_problems_name_both_versions():
+    found = {"program": "/e/bin/vllm-mindspore", "interpreter": "/e/bin/python3", "error": None,
+             "versions": {"vllm-mindspore": "0.4.0", "vllm": "0.9.1"}}
+    assert parse.engine_problems(found, "vllm-mindspore", "0.5.1", "0.11.0") == [
+        "ascend_engine_version is 0.5.1 but the installed vllm-mindspore is 0.4.0: /e/bin/vllm-mindspore "
+        "(Python /e/bin/python3)",
+        "vllm-mindspore 0.5.1 runs on vLLM 0.11.0 but the installed vLLM is 0.9.1: /e/bin/vllm-mindspore "
+        "(Python /e/bin/python3)"]
+    assert parse.engine_problems(found, "vllm-mindspore", "0.4.0", "0.9.1") == []
+    assert parse.engine_problems(dict(found, error="exit 1"), "vllm-mindspore", "0.4.0", "0.9.1") == [
+        "/e/bin/vllm-mindspore (Python /e/bin/python3): cannot read the installed engine's version: exit 1"]
+    assert parse.engine_problems({"program": None}, "vllm-mindspore", "0.4.0", "0.9.1") == []

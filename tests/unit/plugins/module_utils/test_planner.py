@@ -10,7 +10,13 @@ import json
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
-from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import VLLM_VERSION
+from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import supported_vllm_versions
+
+# The planner's default engine (vllm-mindspore 0.5.1) runs on vLLM 0.11.0.
+VLLM_VERSION = "0.11.0"
+# An engine release on each shipped vLLM: (engine, engine version).
+RELEASE_ON = {"0.9.1": ("vllm-mindspore", "0.4.0"), "0.11.0": ("vllm-mindspore", "0.5.1"),
+              "0.23.0": ("vllm-ascend", "0.23.0"), "0.33.0": ("vllm-ascend", "0.33.0")}
 
 
 def node(name, ip, head=False, **extra):
@@ -64,19 +70,33 @@ def test_program_per_engine(engine, program):
     assert result["nodes"]["h"]["serve_argv"][:3] == program + ["/models/m"]
 
 
-def test_every_flag_is_a_known_full_vllm_option(vllm_help):
-    """Checked against the real `vllm serve --help=all` (tests/vllm_help), not the planner's own table."""
-    serve = vllm_help.read_capture(VLLM_VERSION)
+def test_every_vllm_release_has_an_engine_release_here():
+    assert sorted(RELEASE_ON) == sorted(supported_vllm_versions())
+
+
+@pytest.mark.parametrize("vllm", supported_vllm_versions())
+def test_every_flag_is_a_known_full_vllm_option(vllm_help, vllm):
+    """Checked against the real `vllm serve --help=all` of each release (tests/vllm_help), not the planner's tables."""
+    serve = vllm_help.read_capture(vllm)
+    engine, version = RELEASE_ON[vllm]
+    release = dict(engine=engine, engine_version=version)
+    ep = {"expert_parallel_size": 8} if engine == "vllm-mindspore" else {}
     results = [plan(launcher="mp", data_parallel_size=4, tensor_parallel_size=2, enable_expert_parallel=True,
-                    expert_parallel_size=8, serve_options={"trust_remote_code": True, "enable_prefix_caching": False,
-                                                           "max_num_seqs": 8, "block_size": 128}),
-               plan(launcher="ray", tensor_parallel_size=8, pipeline_parallel_size=2),
-               plan(launcher="ray", data_parallel_size=2, tensor_parallel_size=8)]
+                    serve_options={"trust_remote_code": True, "enable_prefix_caching": False,
+                                   "max_num_seqs": 8, "block_size": 128, "api_server_count": 2}, **dict(ep, **release)),
+               plan(launcher="ray", tensor_parallel_size=8, pipeline_parallel_size=2, **release),
+               plan(launcher="ray", data_parallel_size=2, tensor_parallel_size=8, **release)]
+    assert all(r["cluster"]["vllm_version"] == vllm for r in results)
     argvs = [(name, planned["serve_argv"]) for result in results for name, planned in result["nodes"].items()
              if planned["serve_argv"]]
     for name, argv in argvs:
         for flag, value in flags(argv).items():
             option = flag[2:].replace("-", "_")
+            negatives = dict((spec["negative"], key) for key, spec in serve.items() if "negative" in spec)
+            if flag in negatives:  # vLLM 0.33's --disable-x, the off form of --enable-x
+                option = negatives[flag]
+                assert value is True, (name, flag)
+                continue
             if option not in serve and option.startswith("no_"):
                 option = option[3:]
                 assert serve.get(option, {}).get("kind") == "bool_optional", (name, flag)
@@ -446,7 +466,8 @@ def test_no_nodes():
 
 def test_unknown_option_no_prefix_matching():
     assert errors(serve_options={"max_num": 4}) == [
-        "ascend_serve_options.max_num is not an option of `vllm serve` (vLLM 0.11.0); abbreviations are not accepted"]
+        "ascend_serve_options.max_num is not an option of `vllm serve` in vLLM 0.11.0 (vllm-mindspore 0.5.1); "
+        "abbreviations are not accepted"]
     assert errors(serve_options={"addition_config": "{}"})[0].startswith("ascend_serve_options.addition_config is not")
 
 
@@ -534,3 +555,111 @@ def test_plan_is_deterministic():
     second = plan(launcher="mp", data_parallel_size=4, serve_options={"seed": 1, "block_size": 128,
                                                                       "trust_remote_code": True})
     assert first == second
+
+
+# --- engine releases and their vLLM option tables ------------------------------
+
+def _table(vllm):
+    from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import OPTION_TABLES
+    return OPTION_TABLES[vllm].SERVE_OPTIONS
+
+
+def _sample_value(name, spec):
+    """A value of the right kind for one option, as a user would write it in YAML."""
+    if spec["kind"] in ("flag", "bool_optional"):
+        return True
+    if "choices" in spec:
+        return spec["choices"][0]
+    if spec.get("type") in ("int", "float"):
+        return 1
+    if name in ("additional_config", "compilation_config", "kv_transfer_config", "kv_events_config",
+                "speculative_config", "hf_overrides", "override_generation_config", "structured_outputs_config",
+                "ec_transfer_config", "weight_transfer_config", "attention_config", "kernel_config",
+                "profiler_config", "model_loader_extra_config", "limit_mm_per_prompt", "mm_processor_kwargs"):
+        return {}
+    return "x"
+
+
+@pytest.mark.parametrize("vllm", supported_vllm_versions())
+def test_every_option_of_the_release_is_accepted_but_the_planners_own(vllm_help, vllm):
+    """Every option the real help of that vLLM lists (not the table) passes, except the one refused list."""
+    from ansible_collections.ascend.inference.plugins.module_utils.planner import OWNED_OPTIONS
+    engine, version = RELEASE_ON[vllm]
+    captured = vllm_help.read_capture(vllm)
+    options = dict((name, _sample_value(name, _table(vllm)[name])) for name in captured if name not in OWNED_OPTIONS)
+    result = plan(engine=engine, engine_version=version, serve_options=options)
+    head = result["nodes"]["h"]["serve_argv"]
+    for name in options:
+        assert "--" + name.replace("_", "-") in " ".join(head), name
+    refused = errors(engine=engine, engine_version=version,
+                     serve_options=dict((name, 1) for name in OWNED_OPTIONS if name in captured))
+    assert len(refused) == len([n for n in OWNED_OPTIONS if n in captured])
+    assert all("is set by the planner; use" in e for e in refused), refused
+
+
+@pytest.mark.parametrize("vllm", supported_vllm_versions()[1:])
+def test_options_removed_since_the_previous_table_are_refused_naming_the_release(vllm_help, vllm):
+    from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import previous_vllm_version
+    previous = previous_vllm_version(vllm)
+    removed = sorted(set(vllm_help.read_capture(previous)) - set(vllm_help.read_capture(vllm)))
+    assert removed, "vLLM %s removed no option of %s?" % (vllm, previous)
+    engine, version = RELEASE_ON[vllm]
+    found = errors(engine=engine, engine_version=version, serve_options=dict((name, 1) for name in removed))
+    assert found == ["ascend_serve_options.%s is not an option of `vllm serve` in vLLM %s (%s %s); "
+                     "abbreviations are not accepted" % (name, vllm, engine, version) for name in removed]
+    # ... and the release before accepts them.
+    old_engine, old_version = RELEASE_ON[previous]
+    options = dict((name, _sample_value(name, _table(previous)[name])) for name in removed)
+    assert plan(engine=old_engine, engine_version=old_version, serve_options=options)
+
+
+def test_vllm_ascend_0_23_takes_its_new_options_and_refuses_the_removed_ones():
+    """The examples of the issue: refused by the 0.11 table, accepted by 0.23's, and the other way round."""
+    new = {"optimization_level": 2, "max_cudagraph_capture_size": 256, "reasoning_parser": "deepseek_v3"}
+    assert plan(engine="vllm-ascend", engine_version="0.23.0", serve_options=new)
+    assert len(errors(engine="vllm-ascend", engine_version="0.11.0", serve_options=new)) == 3
+    gone = {"swap_space": 4, "task": "generate", "disable_log_requests": True}
+    assert plan(engine="vllm-ascend", engine_version="0.11.0", serve_options=gone)
+    assert len(errors(engine="vllm-ascend", engine_version="0.23.0", serve_options=gone)) == 3
+
+
+@pytest.mark.parametrize("engine,version,vllm", [
+    ("vllm-mindspore", None, "0.11.0"), ("vllm-mindspore", "0.5.0", "0.11.0"), ("vllm-mindspore", "0.4.2", "0.9.1"),
+    ("vllm-ascend", None, "0.23.0"), ("vllm-ascend", "0.9.1", "0.9.1"), ("vllm-ascend", "0.11.0", "0.11.0"),
+    ("vllm-ascend", "0.23.0.post1", "0.23.0"), ("vllm-ascend", "0.33.0", "0.33.0")])
+def test_engine_release_selects_its_vllm(engine, version, vllm):
+    cluster = plan(engine=engine, engine_version=version)["cluster"]
+    assert cluster["vllm_version"] == vllm
+    assert cluster["engine_version"] == (version or {"vllm-mindspore": "0.5.1", "vllm-ascend": "0.23.0"}[engine])
+    assert cluster["engine_distribution"] == engine
+    assert cluster["engine_program"] == {"vllm-mindspore": "vllm-mindspore", "vllm-ascend": "vllm"}[engine]
+
+
+@pytest.mark.parametrize("engine,version,message", [
+    ("vllm-ascend", "0.18.0", "ascend_engine_version: vllm-ascend 0.18.0 runs on vLLM 0.18.0, for which the "
+                              "collection ships no option table (tables: vLLM 0.9.1, 0.11.0, 0.23.0, 0.33.0)"),
+    ("vllm-ascend", "0.14.0rc1", "ascend_engine_version: vllm-ascend 0.14.0rc1 runs on vLLM 0.14.1, for which"),
+    ("vllm-mindspore", "0.6.0", "ascend_engine_version: vllm-mindspore 0.6.0: no known vLLM pairing "
+                                "(known: 0.4.x on vLLM 0.9.1, 0.5.x on vLLM 0.11.0)"),
+    ("vllm-mindspore", "latest", "ascend_engine_version: 'latest' is not a release number such as 0.5.1"),
+])
+def test_unknown_engine_release_is_refused(engine, version, message):
+    assert errors(engine=engine, engine_version=version)[0].startswith(message)
+
+
+def test_api_server_options_go_to_the_api_node_only():
+    result = plan(engine="vllm-ascend", launcher="mp", data_parallel_size=4, tensor_parallel_size=4,
+                  serve_options={"api_server_count": 2, "max_num_seqs": 8})
+    head, worker = result["nodes"]["h"]["serve_argv"], result["nodes"]["w"]["serve_argv"]
+    assert flags(head)["--api-server-count"] == "2" and flags(head)["--max-num-seqs"] == "8"
+    assert "--headless" in worker and "--api-server-count" not in worker and flags(worker)["--max-num-seqs"] == "8"
+
+
+def test_a_switch_is_turned_off_the_way_the_release_shows():
+    """vLLM 0.33 pairs --enable-x with --disable-x; before, the off form is --no-x."""
+    off = {"enable_prefix_caching": False, "trust_remote_code": False}
+    old = flags(plan(engine="vllm-ascend", engine_version="0.23.0", serve_options=off)["nodes"]["h"]["serve_argv"])
+    new = flags(plan(engine="vllm-ascend", engine_version="0.33.0", serve_options=off)["nodes"]["h"]["serve_argv"])
+    assert old["--no-enable-prefix-caching"] is True and old["--no-trust-remote-code"] is True
+    assert new["--disable-prefix-caching"] is True and new["--no-trust-remote-code"] is True
+    assert "--no-enable-prefix-caching" not in new

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
-"""The option table the planner validates against, checked against the real `vllm serve --help=all`.
+"""Each vLLM option table the planner validates against, checked against that release's real `serve` help.
 
-The captures in tests/vllm_help come from vLLM's own parser (tools/extract_vllm_serve_options.py
---help-text); the reader there parses them without the table.
+The captures in tests/vllm_help come from vLLM's own parser (tools/regenerate_vllm_tables.sh runs
+tools/extract_vllm_serve_options.py on each release's wheel); the reader there parses them without the tables.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,49 +12,80 @@ __metaclass__ = type
 import argparse
 import contextlib
 import io
+import os
+import re
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils.vllm_serve_options import SERVE_OPTIONS, VLLM_VERSION
+from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import OPTION_TABLES
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
 
 # vLLM gives this option a metavar that lists the modules alone, while its
 # parser also takes two of them joined by a comma ("model,worker").
 COMMA_JOINED_CHOICES = {"collect_detailed_traces"}
 
 
-@pytest.fixture(scope="module", name="captured")
-def captured_options(vllm_help):
-    assert VLLM_VERSION in vllm_help.captured_versions(), (
-        "no tests/vllm_help/vllm-%s-serve-help.txt: capture it with tools/extract_vllm_serve_options.py --help-text"
-        % VLLM_VERSION)
-    return vllm_help.read_capture(VLLM_VERSION)
+@pytest.fixture(params=sorted(OPTION_TABLES), name="release")
+def release_fixture(request):
+    return request.param
 
 
-def test_same_option_names(captured):
-    missing = sorted(set(captured) - set(SERVE_OPTIONS))
-    unknown = sorted(set(SERVE_OPTIONS) - set(captured))
+@pytest.fixture(name="captured")
+def captured_options(vllm_help, release):
+    assert release in vllm_help.captured_versions(), (
+        "no tests/vllm_help/vllm-%s-serve-help.txt: run tools/regenerate_vllm_tables.sh %s" % (release, release))
+    return vllm_help.read_capture(release)
+
+
+@pytest.fixture(name="table")
+def table_fixture(release):
+    return OPTION_TABLES[release].SERVE_OPTIONS
+
+
+def test_table_and_capture_name_the_same_wheel(release, vllm_help):
+    module = OPTION_TABLES[release]
+    assert module.VLLM_VERSION == release
+    assert re.match(r"^vllm-%s-.*\.whl$" % re.escape(release), module.WHEEL), module.WHEEL
+    assert re.match(r"^[0-9a-f]{64}$", module.WHEEL_SHA256), module.WHEEL_SHA256
+    with open(vllm_help.capture_path(release)) as handle:
+        header = handle.readline()
+    assert "of vLLM %s (wheel %s, sha256 %s;" % (release, module.WHEEL, module.WHEEL_SHA256) in header, header
+
+
+def test_the_regeneration_script_covers_every_table():
+    with open(os.path.join(REPO, "tools", "regenerate_vllm_tables.sh")) as handle:
+        listed = re.search(r'^SUPPORTED="([^"]*)"', handle.read(), re.M).group(1).split()
+    assert sorted(listed) == sorted(OPTION_TABLES)
+
+
+def test_same_option_names(captured, table, release):
+    missing = sorted(set(captured) - set(table))
+    unknown = sorted(set(table) - set(captured))
     assert not missing and not unknown, "vLLM %s has options the table lacks: %s; the table has options vLLM lacks: %s" % (
-        VLLM_VERSION, ", ".join(missing) or "none", ", ".join(unknown) or "none")
+        release, ", ".join(missing) or "none", ", ".join(unknown) or "none")
 
 
-def test_same_kinds(captured):
-    differ = ["%s (table %s, vLLM %s)" % (name, SERVE_OPTIONS[name]["kind"], captured[name]["kind"])
-              for name in sorted(set(captured) & set(SERVE_OPTIONS))
-              if SERVE_OPTIONS[name]["kind"] != captured[name]["kind"]]
-    assert not differ, "kinds differ from vLLM %s's help: %s" % (VLLM_VERSION, "; ".join(differ))
+def test_same_kinds(captured, table, release):
+    def kind(entry):
+        return (entry["kind"], entry.get("negative"))
+
+    differ = ["%s (table %s, vLLM %s)" % (name, kind(table[name]), kind(captured[name]))
+              for name in sorted(set(captured) & set(table)) if kind(table[name]) != kind(captured[name])]
+    assert not differ, "kinds differ from vLLM %s's help: %s" % (release, "; ".join(differ))
 
 
-def test_same_choices(captured):
+def test_same_choices(captured, table, release):
     differ = []
-    for name in sorted(set(captured) & set(SERVE_OPTIONS)):
-        table, shown = set(SERVE_OPTIONS[name].get("choices", [])), set(captured[name].get("choices", []))
+    for name in sorted(set(captured) & set(table)):
+        listed, shown = set(table[name].get("choices", [])), set(captured[name].get("choices", []))
         if name in COMMA_JOINED_CHOICES:
-            joined = {c for c in table - shown if set(c.split(",")) <= shown and len(set(c.split(","))) > 1}
-            table -= joined
-        if table != shown:
+            joined = {c for c in listed - shown if set(c.split(",")) <= shown and len(set(c.split(","))) > 1}
+            listed -= joined
+        if listed != shown:
             differ.append("%s (table only: %s; vLLM only: %s)" % (
-                name, ", ".join(sorted(table - shown)) or "-", ", ".join(sorted(shown - table)) or "-"))
-    assert not differ, "choices differ from vLLM %s's help: %s" % (VLLM_VERSION, "; ".join(differ))
+                name, ", ".join(sorted(listed - shown)) or "-", ", ".join(sorted(shown - listed)) or "-"))
+    assert not differ, "choices differ from vLLM %s's help: %s" % (release, "; ".join(differ))
 
 
 def test_reader_reads_what_argparse_prints(vllm_help, monkeypatch):

@@ -8,6 +8,8 @@ __metaclass__ = type
 import os
 import socket
 import stat
+import subprocess
+import sys
 
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import unit_of_cgroup
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
@@ -91,3 +93,54 @@ def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):
 def test_a_device_map_that_is_not_numbers_fails(run_module, tmp_path):
     done = run_module(main, {"npu_smi": "no-such-npu-smi", "device_map": {"0": "x"}})
     assert done.failed and "ascend_npu_device_map must map logic IDs to physical IDs" in done.result["msg"]
+
+
+def _engine_env(tmp_path, versions, shebang=None):
+    """A Python environment with the given distributions' metadata and a `vllm` console script."""
+    env = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    python = str(env / "bin" / "python3")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    for name, version in versions.items():
+        info = os.path.join(purelib, "%s-%s.dist-info" % (name.replace("-", "_"), version))
+        os.makedirs(info)
+        with open(os.path.join(info, "METADATA"), "w") as handle:
+            handle.write("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+    script = env / "bin" / "vllm"
+    script.write_text("%s\nprint('serve')\n" % (shebang or "#!" + python))
+    script.chmod(0o755)
+    return str(env), python
+
+
+ENGINE = {"program": "vllm", "distribution": "vllm-ascend", "version": "0.23.0", "vllm_version": "0.23.0"}
+
+
+def test_the_engine_version_is_read_by_the_python_that_runs_it(run_module, tmp_path):
+    env, python = _engine_env(tmp_path, {"vllm": "0.23.0", "vllm-ascend": "0.22.0"})
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "engine": dict(ENGINE, python_env=env)})
+    engine = done.result["engine"]
+    assert engine["program"] == env + "/bin/vllm" and engine["interpreter"] == python
+    assert engine["versions"] == {"vllm-ascend": "0.22.0", "vllm": "0.23.0"} and engine["error"] is None
+    assert engine["problems"] == ["ascend_engine_version is 0.23.0 but the installed vllm-ascend is 0.22.0: "
+                                  "%s/bin/vllm (Python %s)" % (env, python)]
+
+
+def test_an_env_shebang_is_resolved_in_the_engine_environment_first(run_module, tmp_path):
+    env, python = _engine_env(tmp_path, {"vllm": "0.23.0", "vllm-ascend": "0.23.0"}, shebang="#!/usr/bin/env python3")
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "engine": dict(ENGINE, python_env=env)})
+    assert done.result["engine"]["interpreter"] == python
+    assert done.result["engine"]["problems"] == []
+
+
+def test_no_engine_is_a_note_and_no_vllm_metadata_a_problem(run_module, tmp_path):
+    absent = run_module(main, {"npu_smi": "no-such-npu-smi",
+                               "engine": dict(ENGINE, program="no-such-engine", python_env=str(tmp_path / "none"))})
+    assert absent.result["engine"]["program"] is None and absent.result["engine"]["problems"] == []
+    env, python = _engine_env(tmp_path, {"vllm-ascend": "0.23.0"})
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "engine": dict(ENGINE, python_env=env)})
+    assert done.result["engine"]["problems"] == [
+        "vllm-ascend 0.23.0 runs on vLLM 0.23.0 but no vllm distribution is installed: %s/bin/vllm (Python %s)"
+        % (env, python)]
+    omitted = run_module(main, {"npu_smi": "no-such-npu-smi"})
+    assert omitted.result["engine"] is None
