@@ -18,6 +18,7 @@ import json
 import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
+from ansible_collections.ascend.inference.plugins.module_utils import input_rules
 
 ENGINES = {
     "vllm-mindspore": ["vllm-mindspore", "serve"],
@@ -47,6 +48,27 @@ OWNED_OPTIONS = {
     "enable_expert_parallel": "ascend_enable_expert_parallel",
     "additional_config": "ascend_additional_config",
 }
+
+# Options that contradict the layout the planner builds: refused on every release, with the reason.
+LAYOUT_OPTIONS = {
+    "host": "the API server listens on every address; clients and the readiness check use the head's "
+            "ascend_node_ip and ascend_api_port",
+    "uds": "the API is served on TCP ascend_api_port, where the readiness check and clients reach it",
+    "config": "a config file could set what the planner owns; give its options in ascend_serve_options",
+    "grpc": "the readiness check and the smoke test speak the OpenAI HTTP API",
+    "data_parallel_rank": "external load balancing (one API server per DP rank) is not a layout the planner "
+                          "builds; it gives every node its ranks",
+    "data_parallel_hybrid_lb": "the planner builds internal load balancing: one API server on the head",
+    "data_parallel_external_lb": "the planner builds internal load balancing: one API server on the head",
+    "data_parallel_multi_port_external_lb": "the planner builds internal load balancing: one API server on the head",
+    "nnodes": "multi-node model parallelism runs through Ray here (ascend_launcher: ray)",
+    "node_rank": "multi-node model parallelism runs through Ray here (ascend_launcher: ray)",
+    "master_addr": "multi-node model parallelism runs through Ray here (ascend_launcher: ray)",
+    "master_port": "multi-node model parallelism runs through Ray here (ascend_launcher: ray)",
+}
+
+# The one list of options refused on every vLLM release (README: "What the planner refuses").
+REFUSED_OPTIONS = sorted(set(OWNED_OPTIONS) | set(LAYOUT_OPTIONS))
 
 # Options that belong to the API server: given to the node that serves the API
 # only (vLLM 0.23 and later refuse --api-server-count on a headless node).
@@ -182,10 +204,15 @@ def _check_node_ips(nodes, check):
     for node in nodes:
         ip = node["node_ip"]
         try:
-            ipaddress.ip_address(ip)
+            address = ipaddress.ip_address(ip)
         except (ValueError, TypeError):
             check.fail("ascend_node_ip on host %s must be an IP address (found %r; it defaults to "
                        "ansible_host)", node["name"], ip)
+            continue
+        if address.version != 4:
+            # Ray's address, the members-only firewall and the node probe are IPv4 only.
+            check.fail("ascend_node_ip on host %s is the IPv6 address %s: the collection needs the node's "
+                       "IPv4 address (Ray's address, the firewall and the probe are IPv4 only)", node["name"], ip)
             continue
         seen.setdefault(ip, []).append(node["name"])
     for ip, hosts in sorted(seen.items()):
@@ -315,6 +342,8 @@ def _user_options(options, release, check):
         name = str(key).lstrip("-").replace("-", "_")
         if name in OWNED_OPTIONS:
             check.fail("ascend_serve_options.%s is set by the planner; use %s instead", key, OWNED_OPTIONS[name])
+        elif name in LAYOUT_OPTIONS:
+            check.fail("ascend_serve_options.%s is refused: %s", key, LAYOUT_OPTIONS[name])
         elif release and name not in table:
             check.fail("ascend_serve_options.%s is not an option of `vllm serve` in vLLM %s (%s); "
                        "abbreviations are not accepted", key, release["vllm"], release["label"])
@@ -322,6 +351,10 @@ def _user_options(options, release, check):
             check.fail("ascend_serve_options sets %s twice (as %s)", name, key)
         else:
             normalised[name] = options[key]
+            for problem in input_rules.control_characters("ascend_serve_options.%s" % key, options[key]):
+                check.fail(problem)
+            for problem in input_rules.finite_numbers("ascend_serve_options.%s" % key, options[key]):
+                check.fail(problem)
     everywhere, api_node = [], []
     for name in sorted(normalised):
         if name in table:
@@ -356,6 +389,8 @@ def _expert_parallel(settings, tp, dp, check):
     if not isinstance(user_config, dict):
         check.fail("ascend_additional_config must be a mapping (found %r)", user_config)
         user_config = {}
+    for problem in input_rules.json_object("ascend_additional_config", user_config):
+        check.fail(problem)
     if "expert_parallel" in user_config:
         check.fail("ascend_additional_config.expert_parallel is set by the planner; "
                    "use ascend_expert_parallel_size instead")
@@ -376,6 +411,9 @@ def _expert_parallel(settings, tp, dp, check):
     if size > tp * dp:
         check.fail("ascend_expert_parallel_size %d is larger than TP x DP = %d x %d = %d",
                    size, tp, dp, tp * dp)
+    elif (tp * dp) % size:
+        check.fail("ascend_expert_parallel_size %d does not divide TP x DP = %d x %d = %d: the experts are "
+                   "spread over groups of equal size", size, tp, dp, tp * dp)
     config["expert_parallel"] = size
     return size, config
 
@@ -555,6 +593,17 @@ def _check_settings(settings, check):
     if not isinstance(settings["extra_env"], dict):
         check.fail("ascend_extra_env must be a mapping (found %r)", settings["extra_env"])
         settings["extra_env"] = {}
+    for problem in input_rules.extra_env(settings["extra_env"]):
+        check.fail(problem)
+    for variable, key in (("ascend_model", "model"), ("ascend_served_model_name", "served_model_name"),
+                          ("ascend_ray_dashboard_host", "ray_dashboard_host"),
+                          ("ascend_engine_version", "engine_version")):
+        for problem in input_rules.control_characters(variable, settings.get(key)):
+            check.fail(problem)
+    if settings["launcher"] == "ray" and all(_is_int(p) for p, _v in ports):
+        # The DP RPC port is the mp launcher's.
+        for problem in input_rules.ray_ports([p for p in ports if p[1] == "ascend_api_port"], settings["ray_port"]):
+            check.fail(problem)
     return sizes_ok
 
 
@@ -584,6 +633,11 @@ def make_plan(settings, nodes):
         check.raise_if_any()
 
     nodes = _order_nodes(nodes, check)
+    for node in nodes:
+        for problem in input_rules.host_name(node["name"]):
+            check.fail(problem)
+        for problem in input_rules.control_characters("ascend_nic", node["nic"], node["name"]):
+            check.fail(problem)
     _check_node_ips(nodes, check)
     devices, device_source = {}, {}
     for node in nodes:

@@ -362,7 +362,7 @@ def load_model_config(params):
         path = os.path.join(path, "config.json")
     if not os.path.isfile(path):
         if explicit:
-            raise IOError("model_config_path %s: no such file" % path)
+            raise IOError("ascend_model_config %s: no such file on the controller" % path)
         return None, "skipped: %s does not exist" % path
     with open(path) as handle:
         return json.load(handle), "checked %s" % path

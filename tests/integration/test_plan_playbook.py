@@ -4,7 +4,9 @@ import os
 import re
 import subprocess
 
-from conftest import BIN
+from conftest import BIN, REPO
+
+REPO_PLAYBOOKS = os.path.join(REPO, "playbooks")
 
 # Any attempt to reach a host would run this "ssh", fail, and mark the host unreachable.
 NO_CONNECTION = ["ansible_connection: ssh", "ansible_ssh_executable: /bin/false"]
@@ -131,3 +133,37 @@ def test_check_mode_plans_the_same(run_plan, tmp_path):
     # In check mode nothing is written, but the plan is still computed and shown.
     assert plans == {}
     assert "serve: vllm-mindspore serve /models/qwen" in proc.stdout
+
+
+def test_an_api_key_that_is_not_text_is_refused_before_any_node_is_reached(ansible_env, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_api_key=12345))
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO_PLAYBOOKS, "preflight.yml"),
+                           "-i", str(inventory)], cwd=str(tmp_path), env=ansible_env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode != 0
+    assert "ascend_api_key on host node1 is not text but int: quote it" in proc.stdout, proc.stdout[-3000:]
+    assert "12345" not in proc.stdout and "UNREACHABLE" not in proc.stdout
+
+
+def test_a_host_name_that_is_not_a_safe_file_name_writes_nothing(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", BASE, hosts={
+        "node1": {"ansible_host": "192.0.2.11"}, "../../evil": {"ansible_host": "192.0.2.12"}})
+    proc, plans = run_plan(inventory)
+    assert proc.returncode != 0 and plans == {}
+    assert "inventory host '../../evil': its name becomes a file name" in proc.stdout, proc.stdout[-3000:]
+    assert not (tmp_path / "evil.json").exists() and not (tmp_path.parent / "evil.json").exists()
+
+
+def test_wrong_types_fail_once_naming_variables_and_hosts(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_tensor_parallel_size=2.5),
+                                hosts={"node1": {"ansible_host": "192.0.2.11", "ascend_data_parallel_size_local": 1.5},
+                                       "node2": {"ansible_host": "192.0.2.12"}})
+    proc, plans = run_plan(inventory)
+    assert proc.returncode != 0 and plans == {}
+    assert ("ascend_data_parallel_size_local must be a whole number (found 1.5, a decimal number) on host node1"
+            in proc.stdout), proc.stdout[-3000:]
+    assert ("ascend_tensor_parallel_size must be a whole number (found 2.5, a decimal number) on hosts node1, node2"
+            in proc.stdout)
+    # One failure, before the role's argument spec (no spec dump) and no follow-on "undefined" on other hosts.
+    assert proc.stdout.count("FAILED!") == 1 and "argument_spec_data" not in proc.stdout
+    assert "is undefined" not in proc.stdout + proc.stderr

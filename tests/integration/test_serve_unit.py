@@ -113,8 +113,8 @@ def test_the_unit_keeps_secrets_out_and_follows_ray(units, podman):
     assert directive(unit, "EnvironmentFile") == ["/etc/ascend-inference/node.env", "/etc/ascend-inference/ray.env",
                                                   "/etc/ascend-inference/serve.env"]
     assert directive(unit, "PartOf") == ["ascend-ray.service"]
-    assert directive(unit, "ExecStartPre") == ["-%s rm --force ascend-serve" % podman]
-    assert directive(unit, "ExecStop") == ["%s stop --time=30 ascend-serve" % podman]
+    assert directive(unit, "ExecStartPre") == ['-"%s" "rm" "--force" "ascend-serve"' % podman]
+    assert shlex.split(directive(unit, "ExecStop")[0]) == [podman, "stop", "--time=30", "ascend-serve"]
     assert directive(unit, "Restart") == ["on-failure"]
 
 

@@ -3,10 +3,12 @@ Runs after test_serve_mp.py and leaves the cluster serving again."""
 
 import json
 
-from serve_checks import main_pid, node, playbook
+from serve_checks import main_pid, node, playbook, serve_process
 
 HEAD, WORKER = "mp-head", "mp-worker"
 testinfra_hosts = ["podman://" + HEAD]
+# (Jinja delimiters would be templated by Ansible itself: in an inventory such a value is marked !unsafe.)
+TEMPLATE = "<|im_start|>\\\"user\\\" 'it''s' 100% %H $HOME ${X} $(id) `id` back\\slash;"
 
 
 def serve_environ(name):
@@ -16,8 +18,10 @@ def serve_environ(name):
 
 def test_a_serve_that_never_gets_ready_fails_with_every_nodes_journal_then_recovers():
     before = {name: serve_environ(name)[0] for name in (HEAD, WORKER)}
-    # The double "loads the model" for an hour; readiness gives up after 10 s.
-    never_ready = {"ascend_extra_env": {"ASCEND_SIM_LOAD_SECONDS": "3600"}, "serve_ready_timeout": 10}
+    # The double "loads the model" for an hour; readiness gives up after 10 s. The same run gives serve a
+    # chat template with quotes, backslashes, % and $, which must reach the engine's argv unchanged.
+    never_ready = {"ascend_extra_env": {"ASCEND_SIM_LOAD_SECONDS": "3600"}, "serve_ready_timeout": 10,
+                   "ascend_serve_options": {"chat_template": TEMPLATE}}
     code, out = playbook("deploy.yml", "--tags", "node_env,serve", "-e", json.dumps(never_ready))
     assert code != 0
     assert "The service on %s did not become ready: Wait for GET /health, timeout in seconds 10 failed" % HEAD in out, \
@@ -32,6 +36,8 @@ def test_a_serve_that_never_gets_ready_fails_with_every_nodes_journal_then_recov
     for name in (HEAD, WORKER):
         pid, environ = serve_environ(name)
         assert pid != before[name] and "ASCEND_SIM_LOAD_SECONDS=3600" in environ, name
+        argv = serve_process(node(name))[0]
+        assert argv[argv.index("--chat-template") + 1] == TEMPLATE, (name, argv)
     code, out = playbook("deploy.yml", "--tags", "node_env,serve")
     assert code == 0, out[-3000:]
     assert "ASCEND_SIM_LOAD_SECONDS=3600" not in serve_environ(HEAD)[1]

@@ -583,18 +583,18 @@ def _sample_value(name, spec):
 @pytest.mark.parametrize("vllm", supported_vllm_versions())
 def test_every_option_of_the_release_is_accepted_but_the_planners_own(vllm_help, vllm):
     """Every option the real help of that vLLM lists (not the table) passes, except the one refused list."""
-    from ansible_collections.ascend.inference.plugins.module_utils.planner import OWNED_OPTIONS
+    from ansible_collections.ascend.inference.plugins.module_utils.planner import REFUSED_OPTIONS
     engine, version = RELEASE_ON[vllm]
     captured = vllm_help.read_capture(vllm)
-    options = dict((name, _sample_value(name, _table(vllm)[name])) for name in captured if name not in OWNED_OPTIONS)
+    options = dict((name, _sample_value(name, _table(vllm)[name])) for name in captured if name not in REFUSED_OPTIONS)
     result = plan(engine=engine, engine_version=version, serve_options=options)
     head = result["nodes"]["h"]["serve_argv"]
     for name in options:
         assert "--" + name.replace("_", "-") in " ".join(head), name
     refused = errors(engine=engine, engine_version=version,
-                     serve_options=dict((name, 1) for name in OWNED_OPTIONS if name in captured))
-    assert len(refused) == len([n for n in OWNED_OPTIONS if n in captured])
-    assert all("is set by the planner; use" in e for e in refused), refused
+                     serve_options=dict((name, 1) for name in REFUSED_OPTIONS if name in captured))
+    assert len(refused) == len([n for n in REFUSED_OPTIONS if n in captured])
+    assert all("is set by the planner; use" in e or " is refused: " in e for e in refused), refused
 
 
 @pytest.mark.parametrize("vllm", supported_vllm_versions()[1:])
@@ -663,3 +663,138 @@ def test_a_switch_is_turned_off_the_way_the_release_shows():
     assert old["--no-enable-prefix-caching"] is True and old["--no-trust-remote-code"] is True
     assert new["--disable-prefix-caching"] is True and new["--no-trust-remote-code"] is True
     assert "--no-enable-prefix-caching" not in new
+
+
+# --- hostile or careless values (the input rules) ---------------------------------------
+
+HOSTILE_TEXT = ["a\nb", "a\rb", "tab\there", "nul\x00", "esc\x1b[31m", "del\x7f"]
+
+
+@pytest.mark.parametrize("text", HOSTILE_TEXT)
+@pytest.mark.parametrize("variable,settings", [
+    ("ascend_model", lambda t: {"model": "/models/" + t}),
+    ("ascend_served_model_name", lambda t: {"served_model_name": t}),
+    ("ascend_ray_dashboard_host", lambda t: {"ray_dashboard_host": t}),
+    ("ascend_serve_options.chat_template", lambda t: {"serve_options": {"chat_template": t}}),
+    ("ascend_serve_options.ignore_patterns", lambda t: {"serve_options": {"ignore_patterns": ["*.pt", t]}}),
+    ("ascend_additional_config", lambda t: {"additional_config": {"k": t}}),
+    ("ascend_extra_env.VLLM_LOGGING_LEVEL", lambda t: {"extra_env": {"VLLM_LOGGING_LEVEL": t}}),
+])
+def test_control_characters_are_refused_naming_the_variable(text, variable, settings):
+    found = errors(**settings(text))
+    assert len(found) == 1 and found[0].startswith(variable + " holds a control character (%r" % text[
+        [c < " " or c == "\x7f" for c in text].index(True)]), found
+
+
+def test_a_control_character_in_a_nic_names_the_host():
+    nodes = two_nodes()
+    nodes[1]["nic"] = "eth0\nExecStartPre=/bin/sh"
+    assert errors(nodes) == ["ascend_nic on host w holds a control character ('\\n' in "
+                             "'eth0\\nExecStartPre=/bin/sh'): a line break or tab would split the command line or "
+                             "environment line it is written to"]
+
+
+@pytest.mark.parametrize("text", ["quote \" and ' both", "back\\slash \\\" %H %% $HOME ${X} $(touch /tmp/x) `id`",
+                                  "{% for m in messages %}{{ m['content'] }}{% endfor %}", "ünïcödé ✓ 模型"])
+def test_printable_hostile_text_passes_unchanged(text):
+    """Quotes, backslashes, % and $ are values like any other: the units escape them (test_systemd_filter)."""
+    argv = plan(serve_options={"chat_template": text}, served_model_name=text)["nodes"]["h"]["serve_argv"]
+    assert argv[argv.index("--chat-template") + 1] == text
+    assert argv[argv.index("--served-model-name") + 1] == text
+
+
+@pytest.mark.parametrize("name,message", [
+    ("X$(touch /tmp/pwned)", "ascend_extra_env: 'X$(touch /tmp/pwned)' is not an environment variable name"),
+    ("A=B", "ascend_extra_env: 'A=B' is not an environment variable name"),
+    ("my-var", "ascend_extra_env: 'my-var' is not an environment variable name"),
+    ("", "ascend_extra_env: '' is not an environment variable name"),
+    ("1ST", "ascend_extra_env: '1ST' is not an environment variable name"),
+    ("A\nB", "ascend_extra_env: 'A\\nB' is not an environment variable name"),
+    ("ÄNDERN", "ascend_extra_env: 'ÄNDERN' is not an environment variable name"),
+])
+def test_extra_env_names_must_be_shell_names(name, message):
+    assert errors(extra_env={name: "1"})[0].startswith(message)
+
+
+@pytest.mark.parametrize("value,message", [
+    (True, "ascend_extra_env.X is True, a YAML boolean: quote the text the program expects ('1', 'true', 'on')"),
+    (None, "ascend_extra_env.X is empty (null): give a value, or leave the variable out"),
+    ({"a": 1}, "ascend_extra_env.X must be one string or number (found {'a': 1})"),
+    ([1, 2], "ascend_extra_env.X must be one string or number (found [1, 2])"),
+])
+def test_extra_env_values_must_be_one_scalar(value, message):
+    assert errors(extra_env={"X": value}) == [message]
+
+
+def test_extra_env_numbers_and_text_pass():
+    env = plan(extra_env={"HCCL_CONNECT_TIMEOUT": 7200, "RATIO": 0.5, "MODE": "on"})["nodes"]["h"]["env"]
+    assert (env["HCCL_CONNECT_TIMEOUT"], env["RATIO"], env["MODE"]) == ("7200", "0.5", "on")
+
+
+@pytest.mark.parametrize("name", ["../../x/evil", "a/b", ".", "..", "-rf", "with space", "a\nb", "ünï", ""])
+def test_host_names_that_are_not_safe_file_names_are_refused(name):
+    nodes = two_nodes()
+    nodes[1]["name"] = name
+    assert ("inventory host %r: its name becomes a file name" % name) in errors(nodes)[0]
+
+
+@pytest.mark.parametrize("name", ["node1", "node-1.example.com", "10.0.0.2", "_x", "A_B-c.d"])
+def test_ordinary_host_names_pass(name):
+    nodes = two_nodes()
+    nodes[1]["name"] = name
+    assert name in plan(nodes)["nodes"]
+
+
+def test_ipv6_node_addresses_are_refused():
+    nodes = two_nodes()
+    nodes[1]["node_ip"] = "2001:db8::12"
+    assert errors(nodes) == ["ascend_node_ip on host w is the IPv6 address 2001:db8::12: the collection needs the "
+                             "node's IPv4 address (Ray's address, the firewall and the probe are IPv4 only)"]
+
+
+@pytest.mark.parametrize("option", ["host", "uds", "config", "data_parallel_rank", "data_parallel_hybrid_lb",
+                                    "data_parallel_external_lb", "nnodes", "node_rank", "master_addr", "master_port"])
+def test_options_that_break_the_layout_are_refused_with_the_reason(option):
+    found = errors(engine="vllm-ascend", serve_options={option: "1"})
+    assert len(found) == 1 and found[0].startswith("ascend_serve_options.%s is refused: " % option), found
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"api_port": 8265}, "ascend_api_port 8265 is Ray's dashboard under the Ray launcher: choose another port"),
+    ({"api_port": 10001}, "ascend_api_port 10001 is Ray's client server under the Ray launcher"),
+    ({"api_port": 52365}, "ascend_api_port 52365 is Ray's dashboard agent under the Ray launcher"),
+    ({"api_port": 12000}, "ascend_api_port 12000 is in the range Ray's workers take ports from (10002-19999)"),
+    ({"ray_port": 8265}, "ascend_ray_port 8265 is Ray's dashboard: choose another port"),
+    ({"ray_port": 15000}, "ascend_ray_port 15000 is in the range Ray's workers take ports from (10002-19999)"),
+])
+def test_ports_that_collide_with_rays_own_are_refused_under_ray(settings, message):
+    found = errors(launcher="ray", **settings)
+    assert len(found) == 1 and found[0].startswith(message), found
+
+
+def test_rays_ports_are_free_for_the_mp_launcher():
+    assert plan(launcher="mp", data_parallel_size=2, api_port=8265, dp_rpc_port=12000)
+
+
+def test_ep_size_must_divide_tp_x_dp():
+    assert errors(enable_expert_parallel=True, expert_parallel_size=3, tensor_parallel_size=4,
+                  data_parallel_size=2) == [
+        "ascend_expert_parallel_size 3 does not divide TP x DP = 4 x 2 = 8: the experts are spread over groups "
+        "of equal size"]
+
+
+@pytest.mark.parametrize("config,message", [
+    ({1: "a", "1": "b"}, "ascend_additional_config has the key 1, a int: quote it"),
+    ({True: "a"}, "ascend_additional_config has the key True, a bool: quote it"),
+    ({"outer": {2.5: "x"}}, "ascend_additional_config.outer has the key 2.5, a float: quote it"),
+    ({"ratio": float("nan")}, "ascend_additional_config holds nan: give a finite number"),
+    ({"sizes": [1, float("inf")]}, "ascend_additional_config holds inf: give a finite number"),
+])
+def test_additional_config_must_be_a_json_object(config, message):
+    found = errors(additional_config=config)
+    assert len(found) == 1 and found[0].startswith(message), found
+
+
+def test_serve_option_numbers_must_be_finite():
+    assert errors(serve_options={"gpu_memory_utilization": float("nan")}) == [
+        "ascend_serve_options.gpu_memory_utilization holds nan: give a finite number"]

@@ -81,7 +81,8 @@ def test_explicit_config_path_must_exist(module_run, tmp_path):
     with pytest.raises(Fail) as result:
         module_run({"engine": "vllm-mindspore", "model": "m", "model_config_path": str(tmp_path / "nope.json"),
                     "nodes": NODES})
-    assert "cannot read the model's config.json" in result.value.args[0]["msg"]
+    assert "cannot read the model's config.json: ascend_model_config %s: no such file on the controller" % (
+        tmp_path / "nope.json") in result.value.args[0]["msg"]
 
 
 def test_model_config_dict_wins(module_run, tmp_path):

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What an inventory value must be before it reaches a command line, a unit or a file name.
+
+Each check returns the sentences that explain what is wrong (empty when the
+value is fine), each naming the inventory variable and the host, so that the
+planner reports every problem at once.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+import re
+
+# A line break or any other control character splits an ExecStart=, an
+# environment line or a shell line: no value that ends up in one may hold one.
+CONTROL = re.compile(u"[\x00-\x1f\x7f]")
+# What a POSIX shell (the profile snippet sources the environment file) and
+# systemd accept as a variable name.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Host names become file names (plan.yml writes one file per node).
+HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+# Ports Ray itself takes on every node (ray start's defaults), and the range of
+# its worker processes' ports (--min-worker-port 10002 --max-worker-port 19999).
+RAY_FIXED_PORTS = {8265: "Ray's dashboard", 10001: "Ray's client server", 52365: "Ray's dashboard agent"}
+RAY_WORKER_PORTS = (10002, 19999)
+
+
+def _where(host):
+    return " on host %s" % host if host else ""
+
+
+def _texts(value):
+    """Every string inside a value (a mapping's keys included)."""
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in _texts(key) + _texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _texts(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def control_characters(variable, value, host=None):
+    """A value, or anything inside it, with a line break or other control character."""
+    for text in _texts(value):
+        found = CONTROL.search(text)
+        if found:
+            return ["%s%s holds a control character (%r in %r): a line break or tab would split the "
+                    "command line or environment line it is written to"
+                    % (variable, _where(host), found.group(0), text)]
+    return []
+
+
+def extra_env(env):
+    """ascend_extra_env: shell-safe names, one scalar value each."""
+    problems = []
+    for name in sorted(env, key=str):
+        value = env[name]
+        variable = "ascend_extra_env.%s" % name
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            problems.append("ascend_extra_env: %r is not an environment variable name (letters, digits and _, "
+                            "not starting with a digit)" % (name,))
+            continue
+        if isinstance(value, bool):
+            problems.append("%s is %r, a YAML boolean: quote the text the program expects ('1', 'true', 'on')"
+                            % (variable, value))
+        elif value is None:
+            problems.append("%s is empty (null): give a value, or leave the variable out" % variable)
+        elif not isinstance(value, (str, int, float)):
+            problems.append("%s must be one string or number (found %r)" % (variable, value))
+        else:
+            problems.extend(control_characters(variable, str(value)))
+    return problems
+
+
+def host_name(name):
+    """An inventory host name that is safe as a file name."""
+    if not isinstance(name, str) or not HOST_NAME.match(name) or name in (".", ".."):
+        return ["inventory host %r: its name becomes a file name (plan.yml writes one file per host): use letters, "
+                "digits, '.', '_' and '-' only, starting with a letter, digit or '_'" % (name,)]
+    return []
+
+
+def ray_ports(ports, ray_port):
+    """Ports of the plan that would collide with Ray's own under the Ray launcher.
+
+    ``ports``: [(port, inventory variable)], the GCS port ``ray_port`` not among them.
+    """
+    problems = []
+    # (A port equal to ascend_ray_port is already refused as a port used twice.)
+    for port, variable in [(ray_port, "ascend_ray_port")] + list(ports):
+        if port in RAY_FIXED_PORTS:
+            problems.append("%s %d is %s%s: choose another port" % (
+                variable, port, RAY_FIXED_PORTS[port], "" if variable == "ascend_ray_port" else " under the Ray launcher"))
+        elif RAY_WORKER_PORTS[0] <= port <= RAY_WORKER_PORTS[1]:
+            problems.append("%s %d is in the range Ray's workers take ports from (%d-%d) under the Ray launcher: "
+                            "choose a port outside it" % ((variable, port) + RAY_WORKER_PORTS))
+    return problems
+
+
+def _numbers(value):
+    if isinstance(value, dict):
+        return [n for item in value.values() for n in _numbers(item)]
+    if isinstance(value, (list, tuple)):
+        return [n for item in value for n in _numbers(item)]
+    return [value] if isinstance(value, float) else []
+
+
+def finite_numbers(variable, value):
+    """NaN and infinity have no JSON form (json.dumps writes NaN, which vLLM's parser refuses)."""
+    bad = [n for n in _numbers(value) if math.isnan(n) or math.isinf(n)]
+    return ["%s holds %r: give a finite number" % (variable, bad[0])] if bad else []
+
+
+def json_object(variable, value):
+    """A mapping that becomes one JSON object: string keys only (YAML's 1 and true would both become
+    "1"/"true" keys silently), finite numbers, no control characters."""
+    if not isinstance(value, dict):
+        return []
+    problems = []
+    stack = [(variable, value)]
+    while stack:
+        where, mapping = stack.pop()
+        for key, item in mapping.items():
+            if not isinstance(key, str):
+                problems.append("%s has the key %r, a %s: quote it (JSON keys are text, and YAML's 1, true "
+                                "and 1.0 would not stay apart)" % (where, key, type(key).__name__))
+            elif isinstance(item, dict):
+                stack.append(("%s.%s" % (where, key), item))
+    return problems + finite_numbers(variable, value) + control_characters(variable, value)

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Type checks of the inventory variables the planner reads, before any role's argument spec sees them.
+
+A role's argument-spec failure names neither the host nor, for a per-host value, the inventory
+variable, and prints the whole spec; these checks give one sentence per variable, naming the hosts.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# Per-host variables the planner reads through hostvars (roles/plan/templates/nodes.json.j2): type, elements.
+HOST_VARIABLES = {
+    "ascend_node_ip": ("str", None),
+    "ascend_nic": ("str", None),
+    "ascend_npu_devices": ("list", "int"),
+    "ascend_npu_device_map": ("dict", None),
+    "ascend_npus_per_node": ("int", None),
+    "ascend_data_parallel_size_local": ("int", None),
+    "ascend_data_parallel_start_rank": ("int", None),
+}
+BOOLEAN_TEXT = ("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n")
+WHAT = {"int": "a whole number", "bool": "true or false", "dict": "a mapping", "list": "a list",
+        "str": "text", "path": "text (a path)"}
+PLURAL = {"int": "whole numbers", "str": "texts", "dict": "mappings"}
+
+
+def _is_type(value, kind):
+    if kind == "int":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and re.match(r"^-?\d+$", value.strip()) is not None)
+    if kind == "bool":
+        return isinstance(value, bool) or (isinstance(value, str) and value.lower() in BOOLEAN_TEXT)
+    if kind == "dict":
+        return isinstance(value, dict)
+    if kind == "list":
+        return isinstance(value, list)
+    if kind in ("str", "path"):
+        return isinstance(value, str)
+    return True  # raw and anything this table does not know
+
+
+def _kind_of(value):
+    """What YAML made of a value, in the user's words (Ansible wraps the Python types)."""
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a decimal number"), (str, "text"),
+                       (dict, "a mapping"), (list, "a list")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _problem(variable, value, kind, elements=None, choices=None):
+    if not _is_type(value, kind):
+        hint = ": quote it" if kind in ("str", "path") and isinstance(value, (int, float)) else ""
+        return "%s must be %s (found %r, %s)%s" % (variable, WHAT.get(kind, kind), value, _kind_of(value), hint)
+    if elements and not all(_is_type(item, elements) for item in value):
+        return "%s must be a list of %s (found %r)" % (variable, PLURAL.get(elements, elements), value)
+    if choices and value not in choices:
+        return "%s must be one of %s (found %r)" % (variable, ", ".join(str(c) for c in choices), value)
+    return None
+
+
+def problems(values_by_host, cluster_options):
+    """Sentences naming each badly typed variable once, with the hosts where it has that value.
+
+    ``values_by_host``: {host: {variable: value}} of the variables set for each host;
+    ``cluster_options``: the plan role's argument-spec options (type, elements, choices).
+    """
+    found = {}
+    for host in values_by_host:
+        values = values_by_host[host]
+        for variable in sorted(values):
+            if variable in HOST_VARIABLES:
+                kind, elements = HOST_VARIABLES[variable]
+                problem = _problem(variable, values[variable], kind, elements)
+            elif variable in cluster_options:
+                spec = cluster_options[variable]
+                problem = _problem(variable, values[variable], spec.get("type", "str"), spec.get("elements"),
+                                   spec.get("choices"))
+            else:
+                continue
+            if problem:
+                found.setdefault(problem, []).append(host)
+    return ["%s on host%s %s" % (problem, "s" if len(hosts) > 1 else "", ", ".join(hosts))
+            for problem, hosts in sorted(found.items())]

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Command lines that systemd reads back exactly as the argv they were made from."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+def quote_word(word):
+    """One argv element for ExecStart=: double-quoted, with what systemd would otherwise decode escaped.
+
+    systemd splits on whitespace outside quotes, decodes C escapes (a backslash)
+    inside quotes too, expands %-specifiers and $VARIABLES, and reads a lone ;
+    as the end of a command (systemd.service(5), "Command lines"). Line breaks
+    cannot be written at all: the planner refuses control characters.
+    """
+    word = str(word)
+    if "\n" in word or "\r" in word:
+        raise ValueError("a command line argument cannot hold a line break: %r" % word)
+    if word == ";":
+        return "\\;"
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return '"%s"' % escaped
+
+
+def command_line(argv):
+    """The ExecStart= value for ``argv`` (the program first, unquoted: it is an absolute path)."""
+    argv = [str(a) for a in argv]
+    if not argv or not argv[0].startswith("/"):
+        raise ValueError("the program must be an absolute path (found %r)" % (argv[:1],))
+    return " ".join([quote_word(argv[0])] + [quote_word(a) for a in argv[1:]])

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+"""Types of the planner's inventory variables, one sentence per variable naming the hosts."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.ascend.inference.plugins.module_utils.inventory_types import HOST_VARIABLES, problems
+
+SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "plan", "meta",
+                    "argument_specs.yml")
+
+
+@pytest.fixture(scope="module", name="options")
+def plan_options():
+    with open(SPEC) as handle:
+        return yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+
+
+def test_the_issues_examples_in_one_message_each(options):
+    found = problems({
+        "node1": {"ascend_tensor_parallel_size": 2.5, "ascend_engine": "vllm_ascend", "ascend_additional_config": "{}",
+                  "ascend_data_parallel_size_local": 1.5},
+        "node2": {"ascend_tensor_parallel_size": 2.5, "ascend_engine": "vllm_ascend", "ascend_additional_config": "{}"},
+    }, options)
+    assert found == [
+        "ascend_additional_config must be a mapping (found '{}', text) on hosts node1, node2",
+        "ascend_data_parallel_size_local must be a whole number (found 1.5, a decimal number) on host node1",
+        "ascend_engine must be one of vllm-mindspore, vllm-ascend (found 'vllm_ascend') on hosts node1, node2",
+        "ascend_tensor_parallel_size must be a whole number (found 2.5, a decimal number) on hosts node1, node2",
+    ]
+
+
+@pytest.mark.parametrize("variable,value,message", [
+    ("ascend_engine_version", 0.5, "ascend_engine_version must be text (found 0.5, a decimal number): quote it"),
+    ("ascend_enable_expert_parallel", "maybe", "ascend_enable_expert_parallel must be true or false"),
+    ("ascend_launcher", "slurm", "ascend_launcher must be one of ray, mp (found 'slurm')"),
+    ("ascend_npu_devices", [0, "one"], "ascend_npu_devices must be a list of whole numbers (found [0, 'one'])"),
+    ("ascend_npu_devices", "0,1", "ascend_npu_devices must be a list (found '0,1', text)"),
+    ("ascend_npus_per_node", True, "ascend_npus_per_node must be a whole number (found True, a boolean)"),
+    ("ascend_node_ip", 10, "ascend_node_ip must be text (found 10, a number): quote it"),
+])
+def test_wrong_types_are_named(options, variable, value, message):
+    found = problems({"h": {variable: value}}, options)
+    assert len(found) == 1 and found[0].startswith(message) and found[0].endswith(" on host h"), found
+
+
+@pytest.mark.parametrize("variable,value", [
+    ("ascend_tensor_parallel_size", 8), ("ascend_tensor_parallel_size", "8"),  # INI gives text
+    ("ascend_enable_expert_parallel", "yes"), ("ascend_enable_expert_parallel", False),
+    ("ascend_npu_devices", [0, 1, "2"]), ("ascend_serve_options", {"max_num_seqs": 8}),
+    ("ascend_engine", "vllm-ascend"), ("ansible_host", 5), ("something_else", object()),
+])
+def test_right_types_and_unrelated_variables_pass(options, variable, value):
+    assert problems({"h": {variable: value}}, options) == []
+
+
+def test_every_host_variable_is_one_the_plan_reads():
+    with open(os.path.join(os.path.dirname(SPEC), "..", "templates", "nodes.json.j2")) as handle:
+        template = handle.read()
+    for variable in HOST_VARIABLES:
+        assert "hv.%s" % variable in template, variable
