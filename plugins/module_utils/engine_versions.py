@@ -65,8 +65,10 @@ def vllm_version(engine, engine_version):
             raise ValueError("vllm-mindspore %s: no known vLLM pairing (known: %s)" % (
                 engine_version, ", ".join("%d.%d.x on vLLM %s" % (k + (v,)) for k, v in sorted(_MINDSPORE_VLLM.items()))))
     else:
-        base = "%s.%s.%s%s" % (match.group(1), match.group(2), match.group(3), match.group(4) or "")
-        vllm = _ASCEND_EXCEPTIONS.get(base, base)
+        # Release candidates run on the final vLLM release (vllm-ascend's compatibility matrix:
+        # v0.9.1rc1..rc3 on 0.9.1, v0.23.0rc1 on 0.23.0), but for the listed exceptions.
+        release = "%s.%s.%s" % (match.group(1), match.group(2), match.group(3))
+        vllm = _ASCEND_EXCEPTIONS.get(release + (match.group(4) or ""), release)
     if vllm not in OPTION_TABLES:
         raise ValueError("%s %s runs on vLLM %s, for which the collection ships no option table (tables: vLLM %s)"
                          % (engine, engine_version, vllm, ", ".join(supported_vllm_versions())))

@@ -47,8 +47,8 @@ def control_characters(variable, value, host=None):
     for text in _texts(value):
         found = CONTROL.search(text)
         if found:
-            return ["%s%s holds a control character (%r in %r): a line break or tab would split the "
-                    "command line or environment line it is written to"
+            return ["%s%s holds a control character (%r in %r): control characters are refused in "
+                    "everything written to a unit, an environment file or a command line (a line break splits it)"
                     % (variable, _where(host), found.group(0), text)]
     return []
 

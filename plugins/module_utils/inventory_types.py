@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+from ansible.module_utils.common import validation
 
 # Per-host variables the planner reads through hostvars (roles/plan/templates/nodes.json.j2): type, elements.
 HOST_VARIABLES = {
@@ -29,19 +29,26 @@ WHAT = {"int": "a whole number", "bool": "true or false", "dict": "a mapping", "
 PLURAL = {"int": "whole numbers", "str": "texts", "dict": "mappings"}
 
 
-def _is_type(value, kind):
+def _converted(value, kind):
+    """The value as the argument spec would take it (Ansible's own conversions: INI and -e give text),
+    or raise TypeError/ValueError."""
     if kind == "int":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, str) and re.match(r"^-?\d+$", value.strip()) is not None)
+        if isinstance(value, bool):
+            raise TypeError("a boolean is not a number")
+        return validation.check_type_int(value)
     if kind == "bool":
-        return isinstance(value, bool) or (isinstance(value, str) and value.lower() in BOOLEAN_TEXT)
+        return validation.check_type_bool(value)
     if kind == "dict":
-        return isinstance(value, dict)
+        return validation.check_type_dict(value)
     if kind == "list":
-        return isinstance(value, list)
+        return validation.check_type_list(value)
     if kind in ("str", "path"):
-        return isinstance(value, str)
-    return True  # raw and anything this table does not know
+        # Text only (0.5 and 0.50 are the same number but not the same release); a vault-encrypted
+        # value is text too (an AnsibleVaultEncryptedUnicode before ansible-core 2.19).
+        if isinstance(value, str) or hasattr(value, "_ciphertext"):
+            return value
+        raise TypeError("not text")
+    return value  # raw and anything this table does not know
 
 
 def _kind_of(value):
@@ -53,15 +60,36 @@ def _kind_of(value):
     return type(value).__name__
 
 
-def _problem(variable, value, kind, elements=None, choices=None):
-    if not _is_type(value, kind):
-        hint = ": quote it" if kind in ("str", "path") and isinstance(value, (int, float)) else ""
-        return "%s must be %s (found %r, %s)%s" % (variable, WHAT.get(kind, kind), value, _kind_of(value), hint)
-    if elements and not all(_is_type(item, elements) for item in value):
-        return "%s must be a list of %s (found %r)" % (variable, PLURAL.get(elements, elements), value)
+def _problem(variable, original, kind, elements=None, choices=None):
+    value = original
+    try:
+        value = _converted(original, kind)
+        if elements:
+            value = [_converted(item, elements) for item in value]
+    except (TypeError, ValueError):
+        if elements and isinstance(value, list):
+            return "%s must be a list of %s (found %r)" % (variable, PLURAL.get(elements, elements), original)
+        hint = ": quote it" if kind in ("str", "path") and isinstance(original, (int, float)) else ""
+        return "%s must be %s (found %r, %s)%s" % (variable, WHAT.get(kind, kind), original, _kind_of(original),
+                                                   hint)
     if choices and value not in choices:
         return "%s must be one of %s (found %r)" % (variable, ", ".join(str(c) for c in choices), value)
+    if kind == "dict":
+        keys = _non_text_keys(value)
+        if keys:
+            return ("%s has the key %r, %s: quote it (JSON keys are text, and YAML's 1, true and 1.0 would not "
+                    "stay apart)" % (variable, keys[0], _kind_of(keys[0])))
     return None
+
+
+def _non_text_keys(mapping):
+    found = []
+    for key, item in mapping.items():
+        if not isinstance(key, str):
+            found.append(key)
+        if isinstance(item, dict):
+            found.extend(_non_text_keys(item))
+    return found
 
 
 def problems(values_by_host, cluster_options):
@@ -74,6 +102,8 @@ def problems(values_by_host, cluster_options):
     for host in values_by_host:
         values = values_by_host[host]
         for variable in sorted(values):
+            if values[variable] is None:
+                continue  # unset: the plan applies its default
             if variable in HOST_VARIABLES:
                 kind, elements = HOST_VARIABLES[variable]
                 problem = _problem(variable, values[variable], kind, elements)

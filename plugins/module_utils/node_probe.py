@@ -70,6 +70,12 @@ DISTRIBUTION_VERSIONS = (
 )
 
 
+def _public(version):
+    """A version without its local part: vllm-ascend builds vLLM with VLLM_TARGET_DEVICE=empty,
+    whose metadata then says 0.23.0+empty."""
+    return version.split("+", 1)[0] if isinstance(version, str) else version
+
+
 def shebang_interpreter(first_line):
     """(interpreter, name to look up on PATH) from a script's first line; (None, None) if it has no shebang.
 
@@ -102,12 +108,12 @@ def engine_problems(found, distribution, engine_version, vllm_version):
     versions = found.get("versions") or {}
     problems = []
     installed = versions.get(distribution)
-    if installed != engine_version:
+    if _public(installed) != _public(engine_version):
         what = "the installed %s is %s" % (distribution, installed) if installed else \
             "no %s distribution is installed" % distribution
         problems.append("ascend_engine_version is %s but %s: %s" % (engine_version, what, where))
     vllm = versions.get("vllm")
-    if vllm != vllm_version:
+    if _public(vllm) != _public(vllm_version):
         problems.append("%s %s runs on vLLM %s but %s: %s" % (
             distribution, engine_version, vllm_version,
             "the installed vLLM is %s" % vllm if vllm else "no vllm distribution is installed", where))

@@ -26,7 +26,8 @@ def quote_word(word):
 
 
 def command_line(argv):
-    """The ExecStart= value for ``argv`` (the program first, unquoted: it is an absolute path)."""
+    """The ExecStart= value for ``argv``; the program (an absolute path) is quoted too, which systemd
+    accepts, prefixes such as ``-`` included (``-"/usr/bin/podman" ...``)."""
     argv = [str(a) for a in argv]
     if not argv or not argv[0].startswith("/"):
         raise ValueError("the program must be an absolute path (found %r)" % (argv[:1],))

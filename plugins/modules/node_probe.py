@@ -268,6 +268,9 @@ def _engine(module, spec):
             first_line = handle.readline(512).decode("latin-1")
         interpreter, name = parse.shebang_interpreter(first_line)
         found["interpreter"] = _which(name, search) if name else interpreter
+        if found["interpreter"] and not os.path.basename(found["interpreter"]).startswith("python"):
+            # pip writes a /bin/sh trampoline when the environment's path is too long for a #! line.
+            found["interpreter"] = _which("python3", [os.path.dirname(found["program"])]) or found["interpreter"]
         if not found["interpreter"]:
             found["error"] = "no Python interpreter found from its first line %r" % first_line.strip()
         else:

@@ -30,7 +30,9 @@ def command_line(argv):
 
 
 def test_systemd_passes_every_hostile_argument_unchanged(host):
-    unit = "[Service]\nType=oneshot\nExecStart=%s\n" % command_line(["/usr/bin/python3", "-c", REPORT] + HOSTILE)
+    # A failing ExecStartPre with systemd's "-" prefix before a quoted path, as the serve unit writes it.
+    unit = "[Service]\nType=oneshot\nExecStartPre=-%s\nExecStart=%s\n" % (
+        command_line(["/bin/false", "ignored"]), command_line(["/usr/bin/python3", "-c", REPORT] + HOSTILE))
     host.check_output("rm -f /tmp/argv.json /tmp/pwned")
     # The unit text through a file: no shell sees it on its way.
     host.check_output("cat > /etc/systemd/system/ascend-argv-probe.service <<'UNIT_EOF'\n%sUNIT_EOF" % unit)

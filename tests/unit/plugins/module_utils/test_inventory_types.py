@@ -24,12 +24,13 @@ def plan_options():
 
 def test_the_issues_examples_in_one_message_each(options):
     found = problems({
-        "node1": {"ascend_tensor_parallel_size": 2.5, "ascend_engine": "vllm_ascend", "ascend_additional_config": "{}",
-                  "ascend_data_parallel_size_local": 1.5},
-        "node2": {"ascend_tensor_parallel_size": 2.5, "ascend_engine": "vllm_ascend", "ascend_additional_config": "{}"},
+        "node1": {"ascend_tensor_parallel_size": 2.5, "ascend_engine": "vllm_ascend",
+                  "ascend_additional_config": "graph mode", "ascend_data_parallel_size_local": 1.5},
+        "node2": {"ascend_tensor_parallel_size": 2.5, "ascend_engine": "vllm_ascend",
+                  "ascend_additional_config": "graph mode"},
     }, options)
     assert found == [
-        "ascend_additional_config must be a mapping (found '{}', text) on hosts node1, node2",
+        "ascend_additional_config must be a mapping (found 'graph mode', text) on hosts node1, node2",
         "ascend_data_parallel_size_local must be a whole number (found 1.5, a decimal number) on host node1",
         "ascend_engine must be one of vllm-mindspore, vllm-ascend (found 'vllm_ascend') on hosts node1, node2",
         "ascend_tensor_parallel_size must be a whole number (found 2.5, a decimal number) on hosts node1, node2",
@@ -41,7 +42,10 @@ def test_the_issues_examples_in_one_message_each(options):
     ("ascend_enable_expert_parallel", "maybe", "ascend_enable_expert_parallel must be true or false"),
     ("ascend_launcher", "slurm", "ascend_launcher must be one of ray, mp (found 'slurm')"),
     ("ascend_npu_devices", [0, "one"], "ascend_npu_devices must be a list of whole numbers (found [0, 'one'])"),
-    ("ascend_npu_devices", "0,1", "ascend_npu_devices must be a list (found '0,1', text)"),
+    ("ascend_npu_devices", "0,x", "ascend_npu_devices must be a list of whole numbers (found '0,x')"),
+    ("ascend_npu_devices", {"a": 1}, "ascend_npu_devices must be a list (found {'a': 1}, a mapping)"),
+    ("ascend_additional_config", {1: "a", "1": "b"}, "ascend_additional_config has the key 1, a number: quote it"),
+    ("ascend_serve_options", {"x": {True: 1}}, "ascend_serve_options has the key True, a boolean: quote it"),
     ("ascend_npus_per_node", True, "ascend_npus_per_node must be a whole number (found True, a boolean)"),
     ("ascend_node_ip", 10, "ascend_node_ip must be text (found 10, a number): quote it"),
 ])
@@ -54,6 +58,11 @@ def test_wrong_types_are_named(options, variable, value, message):
     ("ascend_tensor_parallel_size", 8), ("ascend_tensor_parallel_size", "8"),  # INI gives text
     ("ascend_enable_expert_parallel", "yes"), ("ascend_enable_expert_parallel", False),
     ("ascend_npu_devices", [0, 1, "2"]), ("ascend_serve_options", {"max_num_seqs": 8}),
+    # What INI and -e key=value give: text that Ansible's argument spec converts.
+    ("ascend_npu_devices", "0,1,2,3"), ("ascend_additional_config", '{"enable_graph_mode": true}'),
+    ("ascend_enable_expert_parallel", 1), ("ascend_data_parallel_size", 2.0),
+    # Unset (YAML's empty value): the plan's default applies.
+    ("ascend_nic", None), ("ascend_served_model_name", None),
     ("ascend_engine", "vllm-ascend"), ("ansible_host", 5), ("something_else", object()),
 ])
 def test_right_types_and_unrelated_variables_pass(options, variable, value):

@@ -690,8 +690,8 @@ def test_a_control_character_in_a_nic_names_the_host():
     nodes = two_nodes()
     nodes[1]["nic"] = "eth0\nExecStartPre=/bin/sh"
     assert errors(nodes) == ["ascend_nic on host w holds a control character ('\\n' in "
-                             "'eth0\\nExecStartPre=/bin/sh'): a line break or tab would split the command line or "
-                             "environment line it is written to"]
+                             "'eth0\\nExecStartPre=/bin/sh'): control characters are refused in everything "
+                             "written to a unit, an environment file or a command line (a line break splits it)"]
 
 
 @pytest.mark.parametrize("text", ["quote \" and ' both", "back\\slash \\\" %H %% $HOME ${X} $(touch /tmp/x) `id`",
@@ -798,3 +798,8 @@ def test_additional_config_must_be_a_json_object(config, message):
 def test_serve_option_numbers_must_be_finite():
     assert errors(serve_options={"gpu_memory_utilization": float("nan")}) == [
         "ascend_serve_options.gpu_memory_utilization holds nan: give a finite number"]
+
+
+@pytest.mark.parametrize("version,vllm", [("0.9.1rc1", "0.9.1"), ("0.9.1rc3", "0.9.1"), ("0.23.0rc1", "0.23.0")])
+def test_vllm_ascend_release_candidates_run_on_the_final_vllm(version, vllm):
+    assert plan(engine="vllm-ascend", engine_version=version)["cluster"]["vllm_version"] == vllm

@@ -144,3 +144,13 @@ def test_no_engine_is_a_note_and_no_vllm_metadata_a_problem(run_module, tmp_path
         % (env, python)]
     omitted = run_module(main, {"npu_smi": "no-such-npu-smi"})
     assert omitted.result["engine"] is None
+
+
+def test_pips_sh_trampoline_is_read_with_the_environments_python(run_module, tmp_path):
+    """pip writes a /bin/sh trampoline instead of a #! line when the environment's path is too long."""
+    python = str(tmp_path / "venv" / "bin" / "python3")
+    trampoline = "#!/bin/sh\n'''exec' \"%s\" \"$0\" \"$@\"\n' '''" % python
+    env, found_python = _engine_env(tmp_path, {"vllm": "0.23.0", "vllm-ascend": "0.23.0"}, shebang=trampoline)
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "engine": dict(ENGINE, python_env=env)})
+    assert found_python == python and done.result["engine"]["interpreter"] == python
+    assert done.result["engine"]["problems"] == []
