@@ -33,18 +33,18 @@ def _where(host):
     return " on host %s" % host if host else ""
 
 
-def _texts(value):
-    """Every string inside a value (a mapping's keys included)."""
+def _leaves(value):
+    """Every scalar inside a value, a mapping's keys included."""
     if isinstance(value, dict):
-        return [text for key, item in value.items() for text in _texts(key) + _texts(item)]
+        return [leaf for key, item in value.items() for leaf in _leaves(key) + _leaves(item)]
     if isinstance(value, (list, tuple)):
-        return [text for item in value for text in _texts(item)]
-    return [value] if isinstance(value, str) else []
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
 
 
 def control_characters(variable, value, host=None):
     """A value, or anything inside it, with a line break or other control character."""
-    for text in _texts(value):
+    for text in [leaf for leaf in _leaves(value) if isinstance(leaf, str)]:
         found = CONTROL.search(text)
         if found:
             return ["%s%s holds a control character (%r in %r): control characters are refused in "
@@ -100,33 +100,40 @@ def ray_ports(ports, ray_port):
     return problems
 
 
-def _numbers(value):
-    if isinstance(value, dict):
-        return [n for item in value.values() for n in _numbers(item)]
-    if isinstance(value, (list, tuple)):
-        return [n for item in value for n in _numbers(item)]
-    return [value] if isinstance(value, float) else []
-
-
 def finite_numbers(variable, value):
     """NaN and infinity have no JSON form (json.dumps writes NaN, which vLLM's parser refuses)."""
-    bad = [n for n in _numbers(value) if math.isnan(n) or math.isinf(n)]
+    bad = [n for n in _leaves(value) if isinstance(n, float) and (math.isnan(n) or math.isinf(n))]
     return ["%s holds %r: give a finite number" % (variable, bad[0])] if bad else []
 
 
+def non_text_keys(mapping, where):
+    """(where, key) of every key that is not text, nested mappings included."""
+    found = []
+    for key, item in mapping.items():
+        if not isinstance(key, str):
+            found.append((where, key))
+        elif isinstance(item, dict):
+            found.extend(non_text_keys(item, "%s.%s" % (where, key)))
+    return found
+
+
+def kind_of(value):
+    """What YAML made of a value, in the user's words (Ansible wraps the Python types)."""
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a decimal number"), (str, "text"),
+                       (dict, "a mapping"), (list, "a list")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def key_problem(where, key):
+    return ("%s has the key %r, %s: quote it (JSON keys are text, and YAML's 1, true and 1.0 would not stay "
+            "apart)" % (where, key, kind_of(key)))
+
+
 def json_object(variable, value):
-    """A mapping that becomes one JSON object: string keys only (YAML's 1 and true would both become
-    "1"/"true" keys silently), finite numbers, no control characters."""
+    """A mapping that becomes one JSON object: text keys only, finite numbers, no control characters."""
     if not isinstance(value, dict):
         return []
-    problems = []
-    stack = [(variable, value)]
-    while stack:
-        where, mapping = stack.pop()
-        for key, item in mapping.items():
-            if not isinstance(key, str):
-                problems.append("%s has the key %r, a %s: quote it (JSON keys are text, and YAML's 1, true "
-                                "and 1.0 would not stay apart)" % (where, key, type(key).__name__))
-            elif isinstance(item, dict):
-                stack.append(("%s.%s" % (where, key), item))
-    return problems + finite_numbers(variable, value) + control_characters(variable, value)
+    return [key_problem(where, key) for where, key in non_text_keys(value, variable)] \
+        + finite_numbers(variable, value) + control_characters(variable, value)

@@ -13,6 +13,8 @@ __metaclass__ = type
 
 from ansible.module_utils.common import validation
 
+from ansible_collections.ascend.inference.plugins.module_utils import input_rules
+
 # Per-host variables the planner reads through hostvars (roles/plan/templates/nodes.json.j2): type, elements.
 HOST_VARIABLES = {
     "ascend_node_ip": ("str", None),
@@ -51,15 +53,6 @@ def _converted(value, kind):
     return value  # raw and anything this table does not know
 
 
-def _kind_of(value):
-    """What YAML made of a value, in the user's words (Ansible wraps the Python types)."""
-    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a decimal number"), (str, "text"),
-                       (dict, "a mapping"), (list, "a list")):
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__
-
-
 def _problem(variable, original, kind, elements=None, choices=None):
     value = original
     try:
@@ -70,26 +63,16 @@ def _problem(variable, original, kind, elements=None, choices=None):
         if elements and isinstance(value, list):
             return "%s must be a list of %s (found %r)" % (variable, PLURAL.get(elements, elements), original)
         hint = ": quote it" if kind in ("str", "path") and isinstance(original, (int, float)) else ""
-        return "%s must be %s (found %r, %s)%s" % (variable, WHAT.get(kind, kind), original, _kind_of(original),
-                                                   hint)
+        return "%s must be %s (found %r, %s)%s" % (variable, WHAT.get(kind, kind), original,
+                                                   input_rules.kind_of(original), hint)
     if choices and value not in choices:
         return "%s must be one of %s (found %r)" % (variable, ", ".join(str(c) for c in choices), value)
     if kind == "dict":
-        keys = _non_text_keys(value)
+        # Through the module's JSON arguments such keys would arrive merged: only here can they be seen.
+        keys = input_rules.non_text_keys(value, variable)
         if keys:
-            return ("%s has the key %r, %s: quote it (JSON keys are text, and YAML's 1, true and 1.0 would not "
-                    "stay apart)" % (variable, keys[0], _kind_of(keys[0])))
+            return input_rules.key_problem(*keys[0])
     return None
-
-
-def _non_text_keys(mapping):
-    found = []
-    for key, item in mapping.items():
-        if not isinstance(key, str):
-            found.append(key)
-        if isinstance(item, dict):
-            found.extend(_non_text_keys(item))
-    return found
 
 
 def problems(values_by_host, cluster_options):

@@ -45,7 +45,7 @@ def test_the_issues_examples_in_one_message_each(options):
     ("ascend_npu_devices", "0,x", "ascend_npu_devices must be a list of whole numbers (found '0,x')"),
     ("ascend_npu_devices", {"a": 1}, "ascend_npu_devices must be a list (found {'a': 1}, a mapping)"),
     ("ascend_additional_config", {1: "a", "1": "b"}, "ascend_additional_config has the key 1, a number: quote it"),
-    ("ascend_serve_options", {"x": {True: 1}}, "ascend_serve_options has the key True, a boolean: quote it"),
+    ("ascend_serve_options", {"x": {True: 1}}, "ascend_serve_options.x has the key True, a boolean: quote it"),
     ("ascend_npus_per_node", True, "ascend_npus_per_node must be a whole number (found True, a boolean)"),
     ("ascend_node_ip", 10, "ascend_node_ip must be text (found 10, a number): quote it"),
 ])

@@ -784,9 +784,9 @@ def test_ep_size_must_divide_tp_x_dp():
 
 
 @pytest.mark.parametrize("config,message", [
-    ({1: "a", "1": "b"}, "ascend_additional_config has the key 1, a int: quote it"),
-    ({True: "a"}, "ascend_additional_config has the key True, a bool: quote it"),
-    ({"outer": {2.5: "x"}}, "ascend_additional_config.outer has the key 2.5, a float: quote it"),
+    ({1: "a", "1": "b"}, "ascend_additional_config has the key 1, a number: quote it"),
+    ({True: "a"}, "ascend_additional_config has the key True, a boolean: quote it"),
+    ({"outer": {2.5: "x"}}, "ascend_additional_config.outer has the key 2.5, a decimal number: quote it"),
     ({"ratio": float("nan")}, "ascend_additional_config holds nan: give a finite number"),
     ({"sizes": [1, float("inf")]}, "ascend_additional_config holds inf: give a finite number"),
 ])
