@@ -88,8 +88,3 @@ def previous_vllm_version(version):
 
 def _key(version):
     return tuple(int(part) for part in re.findall(r"\d+", version))
-
-
-def at_least(version, minimum):
-    """True when vLLM ``version`` is ``minimum`` or later (release numbers only)."""
-    return _key(version) >= _key(minimum)
