@@ -134,7 +134,8 @@ class Nodes:
     def _start(self, item):
         index, name = item
         run(["podman", "create", "--name", name, "--hostname", name, "--network", NETWORK,
-             "--ip", node_ip(index), "--systemd=always", "--cap-add", "SYS_ADMIN", self.image, "/sbin/init"],
+             "--ip", node_ip(index), "--systemd=always", "--cap-add", "SYS_ADMIN",
+             "--cap-add", "NET_ADMIN", self.image, "/sbin/init"],
             stdout=subprocess.DEVNULL)
         run(["podman", "start", name], stdout=subprocess.DEVNULL)
         wait_for_ssh(node_ip(index))

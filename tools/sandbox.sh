@@ -29,7 +29,7 @@ start_nodes() {
     name=${entry%%=*} ip=${entry#*=}
     log "starting $name ($ip, $npus_per_node simulated NPUs)"
     podman container exists "$name" || podman create --name "$name" --hostname "$name" \
-      --network "$network" --ip "$ip" --systemd=always --cap-add SYS_ADMIN "$image" /sbin/init >/dev/null
+      --network "$network" --ip "$ip" --systemd=always --cap-add SYS_ADMIN --cap-add NET_ADMIN "$image" /sbin/init >/dev/null
     podman start "$name" >/dev/null
     podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null || true
     # The serve double installed as vllm-mindspore 0.5.1 (on vLLM 0.11.0), the inventory's engine.

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""systemd_command_line: an argv as an ExecStart= value that systemd parses back unchanged."""
+"""What systemd reads back exactly: systemd_command_line (an argv as an ExecStart= value) and
+environment_file (NAME="value" lines that EnvironmentFile= and a POSIX shell both read back)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,13 +13,19 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.ascend.inference.plugins.module_utils import systemd
 
 
-def systemd_command_line(argv):
-    try:
-        return systemd.command_line(argv)
-    except ValueError as exc:
-        raise AnsibleFilterError("systemd_command_line: %s" % exc)
+def _refusing_as_filter_error(function, name):
+    def wrapped(value):
+        try:
+            return function(value)
+        except ValueError as exc:
+            raise AnsibleFilterError("%s: %s" % (name, exc))
+    return wrapped
+
+
+systemd_command_line = _refusing_as_filter_error(systemd.command_line, "systemd_command_line")
+environment_file = _refusing_as_filter_error(systemd.environment_file, "environment_file")
 
 
 class FilterModule(object):
     def filters(self):
-        return {"systemd_command_line": systemd_command_line}
+        return {"systemd_command_line": systemd_command_line, "environment_file": environment_file}

@@ -19,12 +19,12 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn
+from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, input_rules
 
 FORMAT = 1
 REDACTED = "<redacted>"
-# Secret-looking variable names: *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, VLLM_API_KEY, HF_TOKEN.
-SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD)"
+# Secret variable names, as the planner tells them (input_rules): *_KEY, *_TOKEN, *_SECRET, *_PASSWORD.
+SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*_(?:%s)" % "|".join(input_rules.SECRET_ENV_WORDS)
 _ASSIGNMENT = re.compile(r"\b(%s)=(\"[^\"]*\"|'[^']*'|\S*)" % SECRET_NAME, re.I)
 # The same names, and api_key / token / secret / password alone, as JSON or YAML keys: "api_key": "x", hf_token: x.
 _MAPPING = re.compile(r"""(["']?\b(?:%s|api_key|token|secret|password)["']?[ \t]*:[ \t]*)("[^"]*"|'[^']*'|[^\s,}]+)"""
@@ -32,8 +32,9 @@ _MAPPING = re.compile(r"""(["']?\b(?:%s|api_key|token|secret|password)["']?[ \t]
 _OPTION = re.compile(r"(--(?:api-key|hf-token|[a-z0-9-]*(?:token|secret|password))(?:=|\s+))(\S+)", re.I)
 _BEARER = re.compile(r"(Bearer\s+)\S+", re.I)
 # Files that hold secrets and are never read into a bundle: the serve role's serve.env
-# (VLLM_API_KEY), the ray_cluster role's ray-auth-token, Ray's own ~/.ray/auth_token.
-NEVER = ("serve.env", "ray-auth-token", "auth_token")
+# (VLLM_API_KEY), the node_env role's secrets.env, the ray_cluster role's ray-auth-token,
+# Ray's own ~/.ray/auth_token.
+NEVER = ("serve.env", "secrets.env", "ray-auth-token", "auth_token")
 
 # What npu_network_check asks of each device.
 HCCN_QUERIES = hccn.QUERIES + (hccn.TLS, hccn.VNIC)

@@ -27,6 +27,12 @@ HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 # its worker processes' ports (--min-worker-port 10002 --max-worker-port 19999).
 RAY_FIXED_PORTS = {8265: "Ray's dashboard", 10001: "Ray's client server", 52365: "Ray's dashboard agent"}
 RAY_WORKER_PORTS = (10002, 19999)
+# Environment variables whose values are secrets (README: "Secrets"): never in the
+# plan, a command line, a 0644 file or Ansible's output; written to a 0600 file.
+SECRET_ENV_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_PASSWORD")
+SECRET_ENV_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+# Environment variables that other inventory variables set.
+OWNED_ENV = {"VLLM_API_KEY": "ascend_api_key"}
 
 
 def _where(host):
@@ -42,19 +48,36 @@ def _leaves(value):
     return [value]
 
 
-def control_characters(variable, value, host=None):
-    """A value, or anything inside it, with a line break or other control character."""
+def control_characters(variable, value, host=None, secret=False):
+    """A value, or anything inside it, with a line break or other control character.
+
+    ``secret``: the sentence names the character but never the value."""
     for text in [leaf for leaf in _leaves(value) if isinstance(leaf, str)]:
         found = CONTROL.search(text)
         if found:
-            return ["%s%s holds a control character (%r in %r): control characters are refused in "
+            shown = "" if secret else " in %r" % text
+            return ["%s%s holds a control character (%r%s): control characters are refused in "
                     "everything written to a unit, an environment file or a command line (a line break splits it)"
-                    % (variable, _where(host), found.group(0), text)]
+                    % (variable, _where(host), found.group(0), shown)]
     return []
 
 
+def secret_env_name(name):
+    """True for a name whose value is a secret: *_TOKEN, *_KEY, *_SECRET, *_PASSWORD, any case."""
+    upper = str(name).upper()
+    return upper in SECRET_ENV_WORDS or upper.endswith(SECRET_ENV_SUFFIXES)
+
+
+def split_env(env):
+    """(public variables, secret variables) of ascend_extra_env; a non-mapping is all public."""
+    if not isinstance(env, dict):
+        return env, {}
+    secret = dict((k, v) for k, v in env.items() if isinstance(k, str) and secret_env_name(k))
+    return dict((k, v) for k, v in env.items() if k not in secret), secret
+
+
 def extra_env(env):
-    """ascend_extra_env: shell-safe names, one scalar value each."""
+    """ascend_extra_env: shell-safe names, one scalar value each; secrets' values never quoted."""
     problems = []
     for name in sorted(env, key=str):
         value = env[name]
@@ -63,16 +86,31 @@ def extra_env(env):
             problems.append("ascend_extra_env: %r is not an environment variable name (letters, digits and _, "
                             "not starting with a digit)" % (name,))
             continue
-        if isinstance(value, bool):
+        secret = secret_env_name(name)
+        if name in OWNED_ENV:
+            problems.append("%s: set %s instead (the collection sets %s from it)" % (variable, OWNED_ENV[name], name))
+        elif isinstance(value, bool):
             problems.append("%s is %r, a YAML boolean: quote the text the program expects ('1', 'true', 'on')"
                             % (variable, value))
         elif value is None:
             problems.append("%s is empty (null): give a value, or leave the variable out" % variable)
         elif not isinstance(value, (str, int, float)):
-            problems.append("%s must be one string or number (found %r)" % (variable, value))
+            found = kind_of(value) if secret else repr(value)
+            problems.append("%s must be one string or number (found %s)" % (variable, found))
         else:
-            problems.extend(control_characters(variable, str(value)))
+            problems.extend(control_characters(variable, str(value), secret=secret))
     return problems
+
+
+def decrypted(value):
+    """A vaulted value as its text (ansible-core before 2.19 hands filters an object that is not a str)."""
+    return str(value) if hasattr(value, "_ciphertext") else value
+
+
+def secret_env_summary(env):
+    """{name: [problems]} for the secret variables of ascend_extra_env: what the planner may see of them."""
+    _public, secret = split_env(env)
+    return dict((name, extra_env({name: decrypted(value)})) for name, value in secret.items())
 
 
 def host_name(name):

@@ -35,6 +35,7 @@ OWNED_OPTIONS = {
     "served_model_name": "ascend_served_model_name",
     "port": "ascend_api_port",
     "api_key": "ascend_api_key (passed as VLLM_API_KEY, never on the command line)",
+    "hf_token": "HF_TOKEN in ascend_extra_env (a secret: kept in a 0600 file, never on the command line)",
     "tensor_parallel_size": "ascend_tensor_parallel_size",
     "pipeline_parallel_size": "ascend_pipeline_parallel_size",
     "data_parallel_size": "ascend_data_parallel_size",
@@ -89,6 +90,9 @@ DEFAULTS = {
     "additional_config": {},
     "serve_options": {},
     "extra_env": {},
+    # Secret variables of ascend_extra_env by name, each with the problems found in its
+    # value: the plan role keeps the values themselves out of the plan (and its output).
+    "secret_env": {},
     "api_port": 8000,
     "ray_port": 6379,
     "ray_dashboard_host": "127.0.0.1",
@@ -475,7 +479,7 @@ def _env(settings, node, multi_node, devices):
     if multi_node or launcher == "ray":
         for name in ("GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
             env[name] = nic
-    extra = settings["extra_env"]
+    extra, _secret = input_rules.split_env(settings["extra_env"])
     env.update({str(k): (None if v is None else str(v)) for k, v in extra.items()})
     return env
 
@@ -595,6 +599,9 @@ def _check_settings(settings, check):
         settings["extra_env"] = {}
     for problem in input_rules.extra_env(settings["extra_env"]):
         check.fail(problem)
+    for name in sorted(settings["secret_env"]):
+        for problem in settings["secret_env"][name]:
+            check.fail(problem)
     for variable, key in (("ascend_model", "model"), ("ascend_served_model_name", "served_model_name"),
                           ("ascend_ray_dashboard_host", "ray_dashboard_host"),
                           ("ascend_engine_version", "engine_version")):
@@ -718,6 +725,7 @@ def make_plan(settings, nodes):
             "expert_parallel_size": ep_size,
             "additional_config": additional_config,
             "api_port": settings["api_port"],
+            "secret_env_names": sorted(set(settings["secret_env"]) | set(input_rules.split_env(settings["extra_env"])[1])),
             "ray_nodes_expected": len(nodes) if ray_launcher else None,
             "ray_npus_expected": sum(len(devices[n["name"]]) for n in nodes) if ray_launcher else None,
         },

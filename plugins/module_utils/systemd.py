@@ -32,3 +32,19 @@ def command_line(argv):
     if not argv or not argv[0].startswith("/"):
         raise ValueError("the program must be an absolute path (found %r)" % (argv[:1],))
     return " ".join([quote_word(argv[0])] + [quote_word(a) for a in argv[1:]])
+
+
+def environment_value(value):
+    """One value for a line of an EnvironmentFile= that a POSIX shell also sources: double-quoted,
+    with backslash, double quote, $ and backquote escaped (both read these escapes back)."""
+    value = str(value)
+    if "\n" in value or "\r" in value:
+        raise ValueError("an environment value cannot hold a line break")
+    for char in ("\\", '"', "$", "`"):
+        value = value.replace(char, "\\" + char)
+    return '"%s"' % value
+
+
+def environment_file(variables):
+    """NAME="value" lines, sorted by name, for a mapping of environment variables."""
+    return "".join("%s=%s\n" % (name, environment_value(variables[name])) for name in sorted(variables))

@@ -92,7 +92,20 @@ options:
     type: dict
     default: {}
   extra_env:
-    description: Environment variables added to (and overriding) every node's computed environment.
+    description:
+      - Environment variables added to (and overriding) every node's computed environment.
+      - Secret variables (names ending in C(_TOKEN), C(_KEY), C(_SECRET) or C(_PASSWORD), or those words
+        alone) are checked and listed in RV(cluster.secret_env_names) but left out of every node's C(env);
+        the plan role passes them by O(secret_env) instead, so that their values never reach this module.
+      - C(VLLM_API_KEY) is refused, as C(api_key) in O(serve_options) is; the serve role sets it
+        from C(ascend_api_key).
+    type: dict
+    default: {}
+  secret_env:
+    description:
+      - The secret variables of C(ascend_extra_env) by name, each with the problems found in its value
+        (the C(ascend.inference.secret_env_summary) filter), so that the values stay out of the plan.
+      - The node_env role writes the values to a 0600 file that the services load.
     type: dict
     default: {}
   model_backend:
@@ -254,6 +267,11 @@ cluster:
       description: The name requests must use.
       type: str
       returned: success
+    secret_env_names:
+      description: Names of the secret variables of C(ascend_extra_env), which no node's C(env) holds.
+      type: list
+      elements: str
+      returned: success
   sample:
     head: node1
     node_order: [node1, node2]
@@ -337,6 +355,8 @@ ARGUMENT_SPEC = dict(
     serve_options=dict(type="dict", default={}),
     extra_env=dict(type="dict", default={}),
     model_backend=dict(type="str", default=DEFAULTS["model_backend"]),
+    # Names and problems only, never values (the plan role's secret_env_summary filter).
+    secret_env=dict(type="dict", default={}, no_log=False),
     api_port=dict(type="int", default=DEFAULTS["api_port"]),
     ray_port=dict(type="int", default=DEFAULTS["ray_port"]),
     ray_dashboard_host=dict(type="str", default=DEFAULTS["ray_dashboard_host"]),

@@ -48,7 +48,7 @@ options:
     description: systemd units whose state and last journal lines are recorded.
     type: list
     elements: str
-    default: [ascend-ray.service, ascend-serve.service, ascend-ray-firewall.service]
+    default: [ascend-ray.service, ascend-serve.service, ascend-firewall.service]
   journal_lines:
     description: Journal lines recorded per unit.
     type: int
@@ -106,7 +106,7 @@ def main():
             hccn_tool=dict(type="str", default="/usr/local/Ascend/driver/tools/hccn_tool"),
             ascend_home=dict(type="path", default="/usr/local/Ascend"),
             units=dict(type="list", elements="str",
-                       default=["ascend-ray.service", "ascend-serve.service", "ascend-ray-firewall.service"]),
+                       default=["ascend-ray.service", "ascend-serve.service", "ascend-firewall.service"]),
             journal_lines=dict(type="int", default=200),
             files=dict(type="list", elements="path", default=["/etc/ascend-inference/node.env"]),
         ),

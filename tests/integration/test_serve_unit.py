@@ -65,7 +65,8 @@ def units(tmp_path_factory, collections_root, podman):
     env.pop("ANSIBLE_CONFIG", None)
     # Extra vars: they outrank the role defaults loaded as vars_files.
     settings = {"serve_container_runtime": "podman", "serve_container_image": "quay.io/ascend/vllm-ascend:v0.11.0",
-                "ascend_api_key": "not-in-the-unit"}
+                "ascend_api_key": "not-in-the-unit",
+                "ascend_extra_env": {"HF_TOKEN": "hf-not-in-the-unit", "VLLM_LOGGING_LEVEL": "DEBUG"}}
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(playbook), "-i", EXAMPLE,
                            "-e", json.dumps(settings)],
                           cwd=str(out), env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -100,7 +101,8 @@ def test_podman_runs_the_planned_command_in_the_image(units, podman):
     # Variables by name only: podman takes the values from the unit's EnvironmentFile=s; but the runtime in
     # the container numbers the devices it was given from 0, so ASCEND_RT_VISIBLE_DEVICES is set for it.
     passed = {o.split("=", 1)[1] for o in options if o.startswith("--env=")}
-    assert {"HCCL_IF_IP", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "VLLM_API_KEY"} <= passed
+    assert {"HCCL_IF_IP", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "VLLM_API_KEY", "HF_TOKEN",
+            "VLLM_LOGGING_LEVEL"} <= passed
     assert "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in passed
     assert all("=" not in name for name in passed if not name.startswith("ASCEND_RT_VISIBLE_DEVICES="))
     assert command[:10] == ["vllm", "serve", "Qwen/Qwen3-235B-A22B", "--tensor-parallel-size", "8",
@@ -110,8 +112,8 @@ def test_podman_runs_the_planned_command_in_the_image(units, podman):
 def test_the_unit_keeps_secrets_out_and_follows_ray(units, podman):
     unit = units["node1"]
     assert "not-in-the-unit" not in unit
-    assert directive(unit, "EnvironmentFile") == ["/etc/ascend-inference/node.env", "/etc/ascend-inference/ray.env",
-                                                  "/etc/ascend-inference/serve.env"]
+    assert directive(unit, "EnvironmentFile") == ["/etc/ascend-inference/node.env", "-/etc/ascend-inference/secrets.env",
+                                                  "/etc/ascend-inference/ray.env", "/etc/ascend-inference/serve.env"]
     assert directive(unit, "PartOf") == ["ascend-ray.service"]
     assert directive(unit, "ExecStartPre") == ['-"%s" "rm" "--force" "ascend-serve"' % podman]
     assert shlex.split(directive(unit, "ExecStop")[0]) == [podman, "stop", "--time=30", "ascend-serve"]
@@ -123,7 +125,7 @@ def test_systemd_accepts_the_unit(units, tmp_path):
     assert shutil.which("systemd-analyze"), "systemd-analyze is not installed: cannot check the serve unit"
     path = tmp_path / "ascend-serve.service"
     # verify resolves the executables (the stand-in podman exists) and EnvironmentFile=s: make those optional.
-    path.write_text(units["node1"].replace("EnvironmentFile=", "EnvironmentFile=-"))
+    path.write_text(units["node1"].replace("EnvironmentFile=/", "EnvironmentFile=-/"))
     proc = subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True, check=False)
     # Only the Ray unit this machine lacks may be reported.
     problems = [line for line in proc.stderr.splitlines() if "ascend-ray.service" not in line]

@@ -1,7 +1,9 @@
-"""systemd reads back every argument the collection writes into a unit's ExecStart= unchanged.
+"""systemd reads back every argument the collection writes into a unit's ExecStart= unchanged, and
+systemd and a POSIX shell both read back every value it writes into an environment file.
 
-The unit templates render argv with the systemd_command_line filter (plugins/module_utils/systemd.py);
-here that function writes a unit on a node with a real systemd, whose process reports the argv it got.
+The unit templates render argv with the systemd_command_line filter, the environment files with the
+environment_file filter (both plugins/module_utils/systemd.py); here those functions write a unit and an
+environment file on a node with a real systemd, whose processes report what they got.
 """
 
 import importlib.util
@@ -21,12 +23,49 @@ HOSTILE = [
 REPORT = "import json, sys; open('/tmp/argv.json', 'w').write(json.dumps(sys.argv[1:]))"
 
 
-def command_line(argv):
+DUMP_ENV = ("import json, os; open('/tmp/env.json', 'w').write(json.dumps("
+            "[os.environ.get('V%d' % i) for i in range(int(os.environ['COUNT']))]))")
+
+
+def quoting():
     spec = importlib.util.spec_from_file_location(
         "systemd_quoting", os.path.join(HERE, "..", "..", "..", "plugins", "module_utils", "systemd.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.command_line(argv)
+    return module
+
+
+def command_line(argv):
+    return quoting().command_line(argv)
+
+
+def write(host, path, text):
+    # Through a quoted here-document: no shell sees the text on its way.
+    host.check_output("cat > %s <<'PROBE_EOF'\n%sPROBE_EOF" % (path, text))
+
+
+def test_systemd_and_the_shell_read_every_hostile_environment_value_unchanged(host):
+    variables = dict(("V%d" % i, value) for i, value in enumerate(HOSTILE))
+    variables["COUNT"] = len(HOSTILE)
+    write(host, "/tmp/probe.env", quoting().environment_file(variables))
+    unit = "[Service]\nType=oneshot\nEnvironmentFile=/tmp/probe.env\nExecStart=%s\n" % command_line(
+        ["/usr/bin/python3", "-c", DUMP_ENV])
+    write(host, "/etc/systemd/system/ascend-env-probe.service", unit)
+    host.check_output("rm -f /tmp/env.json /tmp/pwned")
+    try:
+        host.check_output("systemctl daemon-reload && systemctl start ascend-env-probe.service")
+        assert json.loads(host.file("/tmp/env.json").content_string) == HOSTILE
+        # The profile snippet's way: set -a and source it.
+        host.check_output("rm /tmp/env.json && sh -c 'set -a; . /tmp/probe.env; exec python3 -c \"$0\"' %s"
+                          % quote_for_sh(DUMP_ENV))
+        assert json.loads(host.file("/tmp/env.json").content_string) == HOSTILE
+        assert not host.file("/tmp/pwned").exists
+    finally:
+        host.run("rm -f /etc/systemd/system/ascend-env-probe.service /tmp/probe.env && systemctl daemon-reload")
+
+
+def quote_for_sh(text):
+    return "'%s'" % text.replace("'", "'\\''")
 
 
 def test_systemd_passes_every_hostile_argument_unchanged(host):

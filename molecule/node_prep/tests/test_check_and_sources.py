@@ -22,6 +22,18 @@ def run(name, host_vars, *extra):
         return playbook(name, "-i", inventory.name, *extra)
 
 
+def test_a_limited_run_of_hostnames_and_node_env_changes_nothing():
+    # --limit: the /etc/hosts block still names every node; --tags node_env: pyACL's PYTHONPATH,
+    # which the pyacl role works out, stays in the environment.
+    before = node("prep-worker2").check_output("cat /etc/hosts /etc/ascend-inference/node.env")
+    code, out = playbook("prepare.yml", "--tags", "hostnames,node_env", "--limit", "prep-worker2", "--diff")
+    assert code == 0, out[-3000:]
+    assert recap(out) == {"prep-worker2": 0}, out[-3000:]
+    assert node("prep-worker2").check_output("cat /etc/hosts /etc/ascend-inference/node.env") == before
+    assert "/usr/local/Ascend/pyACL/CANN-8.5.0/python/site-packages" in before
+    assert sum(name in before for name in HOSTS) == len(HOSTS)
+
+
 def test_check_changes_nothing_and_skips_one_nodes_npu_network_with_a_warning():
     # A link down that only the skip can let through.
     restore = hardware("prep-worker1", faults={"1": {"link": "DOWN"}})

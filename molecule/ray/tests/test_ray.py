@@ -89,8 +89,8 @@ def test_dashboard_only_on_the_heads_loopback(host):
 
 
 def test_firewall_refuses_non_members(host):
-    """ray_cluster_firewall: this machine (not a member) is refused on every port Ray listens on."""
-    rules = host.check_output("nft list table inet ascend_ray")
+    """The firewall role (on by default): this machine (not a member) is refused on every port Ray listens on."""
+    rules = host.check_output("nft list table inet ascend_inference")
     for name in HOSTS:
         assert address_of(node(name)) in rules
     ip = address_of(host)

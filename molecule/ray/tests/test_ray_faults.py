@@ -43,6 +43,12 @@ def test_barrier_names_the_node_that_cannot_reach_the_head():
     head_ip = address_of(node(HEAD))
     worker.check_output("ip route add blackhole %s/32 && systemctl restart ascend-ray.service" % head_ip)
     try:
+        # The old raylet's goodbye cannot reach the head either: wait until the head's health checks
+        # declared it dead (tens of seconds), or the barrier could still count it.
+        deadline = time.time() + 120
+        while address_of(worker) in [n["ip"] for n in cluster()]:
+            assert time.time() < deadline, "the head still lists the cut-off worker after 120 s"
+            time.sleep(3)
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
                    ANSIBLE_NOCOLOR="1")
         proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "ray.yml"), "-i", INVENTORY,

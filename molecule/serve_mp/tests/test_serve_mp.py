@@ -11,6 +11,7 @@ HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
 HEAD, WORKER = "mp-head", "mp-worker"
 testinfra_hosts = ["podman://" + HEAD]
 MODEL, NAME, KEY = "/models/deepseek-tiny", "deepseek-r1-w8a8", "sim-secret-7f3a9c"
+HF_TOKEN = "sim-hf-token-52c1e8"
 
 
 def test_head_runs_rank_0_and_1_with_the_coordinator():
@@ -49,38 +50,56 @@ def test_each_node_has_its_environment():
         assert env["MS_ENABLE_LCCL"] == "off" and env["HCCL_OP_EXPANSION_MODE"] == "AIV"
         assert env["VLLM_MS_MODEL_BACKEND"] == "MindFormers"
         assert env["VLLM_API_KEY"] == KEY
+        assert env["HF_TOKEN"] == HF_TOKEN and env["VLLM_LOGGING_LEVEL"] == "INFO"
 
 
-def test_api_key_is_required_and_never_on_a_command_line():
+# Where a secret could leak on a node: files anyone may read (units, the plan, logs, the venv), the journal.
+READABLE_FILES = ("find /etc /run /tmp /var/log /var/tmp /opt /root -xdev -type f -perm -o+r -size -4M -print0 "
+                  "| xargs -0 grep -lF -e %s -e %s || true")
+
+
+def test_secrets_are_required_and_never_on_a_command_line_in_a_readable_file_or_the_journal():
     head_ip = address_of(node(HEAD))
     assert request(node(WORKER), "http://%s:8000/v1/models" % head_ip)[0] == 401
     status, models = request(node(WORKER), "http://%s:8000/v1/models" % head_ip, key=KEY)
     assert status == 200 and [m["id"] for m in models["data"]] == [NAME]
     for name in HOSTS:
         host = node(name)
-        assert KEY not in host.check_output("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
-        secrets = host.file("/etc/ascend-inference/serve.env")
-        assert secrets.mode == 0o600 and secrets.user == "root"
-        assert KEY not in host.file("/etc/systemd/system/ascend-serve.service").content_string
+        command_lines = host.check_output("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+        assert KEY not in command_lines and HF_TOKEN not in command_lines
+        for path in ("/etc/ascend-inference/serve.env", "/etc/ascend-inference/secrets.env"):
+            secrets = host.file(path)
+            assert secrets.mode == 0o600 and secrets.user == "root", path
+        assert HF_TOKEN in host.file("/etc/ascend-inference/secrets.env").content_string
+        assert HF_TOKEN not in host.file("/etc/ascend-inference/node.env").content_string
+        assert host.check_output(READABLE_FILES % (KEY, HF_TOKEN)) == "", name
+        journal = host.check_output("journalctl --no-pager --output=cat")
+        assert "ascend-serve" in journal or "Started" in journal
+        assert KEY not in journal and HF_TOKEN not in journal, name
 
 
 def test_completion_from_the_other_node():
     assert completion(node(WORKER), address_of(node(HEAD)), NAME, key=KEY)
 
 
-def test_a_verbose_run_that_rewrites_the_key_shows_it_nowhere_then_a_rerun_changes_nothing():
-    # A stale key on the worker: the run must rewrite serve.env (and so could print it, --diff included).
-    stale = "stale-key-0b5e1d"
-    node(WORKER).check_output("sed -i 's/^VLLM_API_KEY=.*/VLLM_API_KEY=%s/' /etc/ascend-inference/serve.env" % stale)
+def test_a_verbose_run_that_rewrites_the_secrets_shows_them_nowhere_then_a_rerun_changes_nothing():
+    # Stale secrets on the worker: the run must rewrite serve.env and secrets.env (and so could print them,
+    # --diff included), and the plan is computed again (its module's arguments are shown at -vvv).
+    stale_key, stale_token = "stale-key-0b5e1d", "stale-hf-4d2a7c"
+    node(WORKER).check_output("sed -i 's/^VLLM_API_KEY=.*/VLLM_API_KEY=%s/' /etc/ascend-inference/serve.env" % stale_key)
+    node(WORKER).check_output("sed -i 's/^HF_TOKEN=.*/HF_TOKEN=%s/' /etc/ascend-inference/secrets.env" % stale_token)
     worker_pid = main_pid(node(WORKER), "ascend-serve.service")
-    code, out = playbook("deploy.yml", "--tags", "serve", "-vv", "--diff")
+    code, out = playbook("deploy.yml", "--tags", "node_env,serve", "-vvv", "--diff")
     assert code == 0, out[-3000:]
-    assert KEY not in out and stale not in out
-    # serve.env rewritten and the worker's serve restarted for it (a new process); nothing else anywhere.
-    assert recap(out) == {HEAD: 0, WORKER: 2}, out[-3000:]
+    for secret in (KEY, stale_key, HF_TOKEN, stale_token):
+        assert secret not in out, secret
+    # Both files rewritten, and the worker's serve restarted for them (a new process): secrets.env and its
+    # restart handler (node_env), serve.env and its restart (serve); nothing anywhere else.
+    assert recap(out) == {HEAD: 0, WORKER: 4}, out[-3000:]
     assert main_pid(node(WORKER), "ascend-serve.service") != worker_pid
     assert KEY in node(WORKER).check_output("cat /etc/ascend-inference/serve.env")
-    code, out = playbook("deploy.yml", "--tags", "serve")
+    assert HF_TOKEN in node(WORKER).check_output("cat /etc/ascend-inference/secrets.env")
+    code, out = playbook("deploy.yml", "--tags", "node_env,serve")
     assert code == 0 and recap(out) == {HEAD: 0, WORKER: 0}, out[-3000:]
 
 

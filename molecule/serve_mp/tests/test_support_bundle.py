@@ -13,7 +13,7 @@ import testinfra.utils.ansible_runner
 
 HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
 testinfra_hosts = ["podman://mp-head"]
-KEY = "sim-secret-7f3a9c"
+KEY, HF_TOKEN = "sim-secret-7f3a9c", "sim-hf-token-52c1e8"
 STATE = "/etc/ascend-sim/node.json"
 # Pings reach other nodes; a replayed node is alone.
 CROSS_NODE = ("ping", "hccs_ping")
@@ -58,7 +58,7 @@ def test_collected_bundles_replay_to_what_the_live_nodes_showed(tmp_path, faulty
     assert (tmp_path / "bundle.tar.gz").stat().st_size > 0
     for host in HOSTS:
         text = (bundle / (host + ".json")).read_text()
-        assert KEY not in text
+        assert KEY not in text and HF_TOKEN not in text
         collected = json.loads(text)
         assert collected["format"] == 1 and collected["inventory_hostname"] == host
         replay = subprocess.run([os.path.join(PROJECT, "tests", "sim", "replay.sh"), str(bundle / (host + ".json"))],

@@ -60,3 +60,14 @@ def test_serve_finds_the_engine_in_its_environment_clears_a_stale_worker_unit_an
     assert requests("GET /health") > health_checks and requests("POST /v1/completions") == smoke_tests
     assert completion(worker, address_of(head), MODEL)
     head.check_output("rm /usr/local/bin/vllm-mindspore")
+
+
+def test_the_deployment_came_over_ssh_as_deploy_and_became_root_with_sudo():
+    """molecule.yml: the converge and the tests' runs connect as `deploy`, root logins are off."""
+    for name in (HEAD, WORKER):
+        log = node(name).check_output("journalctl --no-pager --output=cat SYSLOG_IDENTIFIER=sshd SYSLOG_IDENTIFIER=sudo")
+        assert "Accepted publickey for deploy" in log, name
+        assert "Accepted publickey for root" not in log and "Accepted password" not in log, name
+        # sudo's own log line for Ansible's become wrapper (sudo escapes the command's spaces).
+        assert [line for line in log.splitlines()
+                if line.strip().startswith("deploy : ") and "USER=root" in line and "BECOME-SUCCESS" in line], name

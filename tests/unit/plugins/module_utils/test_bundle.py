@@ -35,6 +35,7 @@ def test_keys_in_json_and_yaml():
 def test_secret_files_are_never_read():
     # The names the roles write: roles/serve (serve.env), roles/ray_cluster/tasks/auth.yml (ray-auth-token).
     assert not bundle.keep_file("/etc/ascend-inference/serve.env")
+    assert not bundle.keep_file("/etc/ascend-inference/secrets.env")
     assert not bundle.keep_file("/etc/ascend-inference/ray-auth-token")
     assert not bundle.keep_file("/root/.ray/auth_token")
     assert bundle.keep_file("/etc/ascend-inference/node.env")

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from ansible_collections.ascend.inference.plugins.module_utils import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
 from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import supported_vllm_versions
 
@@ -803,3 +804,49 @@ def test_serve_option_numbers_must_be_finite():
 @pytest.mark.parametrize("version,vllm", [("0.9.1rc1", "0.9.1"), ("0.9.1rc3", "0.9.1"), ("0.23.0rc1", "0.23.0")])
 def test_vllm_ascend_release_candidates_run_on_the_final_vllm(version, vllm):
     assert plan(engine="vllm-ascend", engine_version=version)["cluster"]["vllm_version"] == vllm
+
+
+# Secrets (README: "Secrets"): the plan role passes secret variables by name and problems only.
+def test_secret_variables_stay_out_of_every_nodes_env_and_are_listed_by_name():
+    summary = input_rules.secret_env_summary({"HF_TOKEN": "hf_abc", "db_password": "pw", "LOG": "1"})
+    assert summary == {"HF_TOKEN": [], "db_password": []}
+    result = plan(extra_env={"LOG": "1"}, secret_env=summary)
+    assert result["cluster"]["secret_env_names"] == ["HF_TOKEN", "db_password"]
+    for node in result["nodes"].values():
+        assert "HF_TOKEN" not in node["env"] and node["env"]["LOG"] == "1"
+
+
+def test_a_secret_given_to_the_planner_directly_is_listed_but_its_value_never_returned():
+    result = plan(extra_env={"MY_SECRET": "s3cr3t-value", "API_KEY": "k3y-value"})
+    assert result["cluster"]["secret_env_names"] == ["API_KEY", "MY_SECRET"]
+    assert "s3cr3t-value" not in repr(result) and "k3y-value" not in repr(result)
+
+
+@pytest.mark.parametrize("name,secret", [
+    ("HF_TOKEN", True), ("hf_token", True), ("TOKEN", True), ("AWS_SECRET", True), ("DB_PASSWORD", True),
+    ("OPENAI_API_KEY", True), ("KEY", True), ("TOKENIZERS_PARALLELISM", False), ("KEYBOARD", False),
+    ("MONKEY", False), ("HCCL_IF_IP", False), ("PASSWORDLESS", False),
+])
+def test_which_names_are_secret(name, secret):
+    assert input_rules.secret_env_name(name) is secret
+
+
+@pytest.mark.parametrize("value,message", [
+    ("hf_\nline", "ascend_extra_env.HF_TOKEN holds a control character ('\\n'): control characters are refused"),
+    ({"hf_nested": 1}, "ascend_extra_env.HF_TOKEN must be one string or number (found a mapping)"),
+    (["hf_listed"], "ascend_extra_env.HF_TOKEN must be one string or number (found a list)"),
+])
+def test_a_bad_secret_is_refused_without_showing_its_value(value, message):
+    summary = input_rules.secret_env_summary({"HF_TOKEN": value})
+    found = errors(secret_env=summary)
+    assert len(found) == 1 and found[0].startswith(message)
+    assert "hf_" not in found[0]
+
+
+def test_vllm_api_key_in_extra_env_points_to_ascend_api_key():
+    assert errors(secret_env=input_rules.secret_env_summary({"VLLM_API_KEY": "x"})) == [
+        "ascend_extra_env.VLLM_API_KEY: set ascend_api_key instead (the collection sets VLLM_API_KEY from it)"]
+
+
+def test_hf_token_as_a_serve_option_points_to_the_environment():
+    assert "HF_TOKEN in ascend_extra_env" in errors(serve_options={"hf_token": "hf_x"})[0]

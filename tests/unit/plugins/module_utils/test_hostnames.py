@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+"""Host names and the /etc/hosts block (the hostnames role's logic)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+
+VALID = r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'
+
+
+def test_names_default_to_the_inventory_name():
+    assert hostnames.names({"n1": {}, "n2": {"ascend_hostname": "npu-02"}, "n3": {"ascend_hostname": None}}) == \
+        {"n1": "n1", "n2": "npu-02", "n3": "n3"}
+
+
+def test_duplicates_and_invalid_names_are_each_one_sentence():
+    found = hostnames.problems({"a": "x", "b": "x", "c": "bad_name", "d": ""}, VALID)
+    assert found == ["ascend_hostname 'x' is given to several hosts: a, b; host names must be unique in the cluster",
+                     "ascend_hostname on host c is not a valid host name (found 'bad_name')",
+                     "ascend_hostname on host d is not a valid host name (found '')"]
+    assert hostnames.problems({"a": "npu-01.example", "b": "npu-02"}, VALID) == []
+
+
+def test_the_block_has_one_line_per_node_sorted_with_its_cluster_address():
+    block = hostnames.etc_hosts_block({
+        "n2": {"ascend_node_ip": "192.0.2.12", "ansible_host": "10.0.0.2"},
+        "n1": {"ansible_host": "192.0.2.11", "ascend_hostname": "npu-01"},
+        "n3": {},
+    })
+    assert block.splitlines() == ["192.0.2.11      npu-01", "192.0.2.12      n2", "n3              n3"]
