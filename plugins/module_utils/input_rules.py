@@ -29,8 +29,8 @@ RAY_FIXED_PORTS = {8265: "Ray's dashboard", 10001: "Ray's client server", 52365:
 RAY_WORKER_PORTS = (10002, 19999)
 # Environment variables whose values are secrets (README: "Secrets"): never in the
 # plan, a command line, a 0644 file or Ansible's output; written to a 0600 file.
-SECRET_ENV_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_PASSWORD")
 SECRET_ENV_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+SECRET_ENV_SUFFIXES = tuple("_" + word for word in SECRET_ENV_WORDS)
 # Environment variables that other inventory variables set.
 OWNED_ENV = {"VLLM_API_KEY": "ascend_api_key"}
 
@@ -102,9 +102,14 @@ def extra_env(env):
     return problems
 
 
+def vaulted(value):
+    """An inline-vaulted value as ansible-core before 2.19 hands it over: text, though not a str."""
+    return hasattr(value, "_ciphertext")
+
+
 def decrypted(value):
-    """A vaulted value as its text (ansible-core before 2.19 hands filters an object that is not a str)."""
-    return str(value) if hasattr(value, "_ciphertext") else value
+    """A vaulted value as its text."""
+    return str(value) if vaulted(value) else value
 
 
 def secret_env_summary(env):

@@ -47,7 +47,7 @@ def _converted(value, kind):
     if kind in ("str", "path"):
         # Text only (0.5 and 0.50 are the same number but not the same release); a vault-encrypted
         # value is text too (an AnsibleVaultEncryptedUnicode before ansible-core 2.19).
-        if isinstance(value, str) or hasattr(value, "_ciphertext"):
+        if isinstance(value, str) or input_rules.vaulted(value):
             return value
         raise TypeError("not text")
     return value  # raw and anything this table does not know

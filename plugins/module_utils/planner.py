@@ -479,7 +479,7 @@ def _env(settings, node, multi_node, devices):
     if multi_node or launcher == "ray":
         for name in ("GLOO_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
             env[name] = nic
-    extra, _secret = input_rules.split_env(settings["extra_env"])
+    extra = settings["extra_env"]
     env.update({str(k): (None if v is None else str(v)) for k, v in extra.items()})
     return env
 
@@ -635,6 +635,8 @@ def make_plan(settings, nodes):
     check = _Checker()
     warnings = []
     sizes_ok = _check_settings(settings, check)
+    # Checked as a whole above; from here on only the public variables reach a node's environment.
+    settings["extra_env"], direct_secrets = input_rules.split_env(settings["extra_env"])
     if not nodes:
         check.fail("group ascend_cluster has no hosts")
         check.raise_if_any()
@@ -725,7 +727,7 @@ def make_plan(settings, nodes):
             "expert_parallel_size": ep_size,
             "additional_config": additional_config,
             "api_port": settings["api_port"],
-            "secret_env_names": sorted(set(settings["secret_env"]) | set(input_rules.split_env(settings["extra_env"])[1])),
+            "secret_env_names": sorted(set(settings["secret_env"]) | set(direct_secrets)),
             "ray_nodes_expected": len(nodes) if ray_launcher else None,
             "ray_npus_expected": sum(len(devices[n["name"]]) for n in nodes) if ray_launcher else None,
         },
