@@ -1,31 +1,52 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""inventory_type_problems: the planner's inventory variables checked for type on every host at once."""
+"""inventory_type_problems: every variable of the collection's roles, and the planner's host variables,
+checked for type on every host at once."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import os
 
 import yaml
 
+from ansible.errors import AnsibleError
+
 from ansible_collections.ascend.inference.plugins.module_utils import inventory_types
 
-# The plan role's argument spec is the one source of the cluster variables' types.
-PLAN_SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles", "plan", "meta",
-                         "argument_specs.yml")
+ROLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
+# The plan role's argument spec types the cluster variables; the other roles' specs their own.
+PLAN_SPEC = os.path.join(ROLES, "plan", "meta", "argument_specs.yml")
+
+
+def role_options():
+    """{variable: argument-spec option} over every entry point of every role, the plan role's first."""
+    options = {}
+    for path in [PLAN_SPEC] + sorted(glob.glob(os.path.join(ROLES, "*", "meta", "argument_specs.yml"))):
+        with open(path) as handle:
+            specs = yaml.safe_load(handle)["argument_specs"]
+        for name in sorted(specs):
+            for variable, option in (specs[name].get("options") or {}).items():
+                options.setdefault(variable, option)
+    return options
 
 
 def inventory_type_problems(hostvars, hosts):
-    with open(PLAN_SPEC) as handle:
-        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    options = role_options()
     wanted = set(options) | set(inventory_types.HOST_VARIABLES)
     values = {}
     for host in hosts:
         host_vars = hostvars[host]
-        values[host] = dict((name, host_vars[name]) for name in wanted if name in host_vars)
+        values[host] = {}
+        for name in wanted:
+            if name in host_vars:  # set by the inventory or -e: role defaults are not host variables
+                try:
+                    values[host][name] = host_vars[name]
+                except AnsibleError:
+                    pass  # a template that cannot be resolved yet: the role's own spec judges it later
     return inventory_types.problems(values, options)
 
 

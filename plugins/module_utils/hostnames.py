@@ -34,8 +34,8 @@ def problems(hostname_of, valid_name):
                          "cluster" % (name, ", ".join(hosts_of[name])))
     pattern = re.compile(valid_name)
     for host in sorted(hostname_of):
-        if not pattern.match(hostname_of[host]):
-            found.append("ascend_hostname on host %s is not a valid host name (found '%s')" % (host, hostname_of[host]))
+        if not pattern.fullmatch(hostname_of[host]):
+            found.append("ascend_hostname on host %s is not a valid host name (found %r)" % (host, hostname_of[host]))
     return found
 
 

@@ -20,9 +20,9 @@ import re
 CONTROL = re.compile(u"[\x00-\x1f\x7f]")
 # What a POSIX shell (the profile snippet sources the environment file) and
 # systemd accept as a variable name.
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Host names become file names (plan.yml writes one file per node).
-HOST_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 # Ports Ray itself takes on every node (ray start's defaults), and the range of
 # its worker processes' ports (--min-worker-port 10002 --max-worker-port 19999).
 RAY_FIXED_PORTS = {8265: "Ray's dashboard", 10001: "Ray's client server", 52365: "Ray's dashboard agent"}
@@ -82,7 +82,7 @@ def extra_env(env):
     for name in sorted(env, key=str):
         value = env[name]
         variable = "ascend_extra_env.%s" % name
-        if not isinstance(name, str) or not ENV_NAME.match(name):
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
             problems.append("ascend_extra_env: %r is not an environment variable name (letters, digits and _, "
                             "not starting with a digit)" % (name,))
             continue
@@ -120,7 +120,7 @@ def secret_env_summary(env):
 
 def host_name(name):
     """An inventory host name that is safe as a file name."""
-    if not isinstance(name, str) or not HOST_NAME.match(name) or name in (".", ".."):
+    if not isinstance(name, str) or not HOST_NAME.fullmatch(name) or name in (".", ".."):
         return ["inventory host %r: its name becomes a file name (plan.yml writes one file per host): use letters, "
                 "digits, '.', '_' and '-' only, starting with a letter, digit or '_'" % (name,)]
     return []

@@ -13,6 +13,10 @@ import re
 DAVINCI = re.compile(r"^davinci(\d+)$")
 SS_PORT = re.compile(r"^(.*):(\d+)$")
 SS_PROCESS = re.compile(r'\(\("([^"]+)",pid=(\d+)')
+# `ss -e`: the socket's owner and cgroup, which the kernel tells even when ss may not read
+# the owning process's descriptors (another user's process, without CAP_SYS_PTRACE).
+SS_UID = re.compile(r"\buid:(\d+)")
+SS_CGROUP = re.compile(r"\bcgroup:(\S+)")
 UNIT = re.compile(r"/([^/]+\.service)(?:/|$)")
 
 
@@ -32,7 +36,8 @@ def davinci_index(name):
 
 
 def listeners(ss_output):
-    """Listening TCP sockets from `ss -ltnpH`: port, address, process, pid (None when ss cannot tell)."""
+    """Listening TCP sockets from `ss -ltnpeH`: port, address, process, pid (None when ss cannot tell),
+    uid and cgroup (None where ss does not print them)."""
     found = []
     for line in (ss_output or "").splitlines():
         fields = line.split()
@@ -41,12 +46,14 @@ def listeners(ss_output):
         match = SS_PORT.match(fields[3])
         if not match:
             continue
-        process = SS_PROCESS.search(line)
+        process, uid, cgroup = SS_PROCESS.search(line), SS_UID.search(line), SS_CGROUP.search(line)
         found.append({
             "address": match.group(1),
             "port": int(match.group(2)),
             "process": process.group(1) if process else None,
             "pid": int(process.group(2)) if process else None,
+            "uid": int(uid.group(1)) if uid else None,
+            "cgroup": cgroup.group(1) if cgroup else None,
         })
     return found
 

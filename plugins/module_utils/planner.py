@@ -19,6 +19,7 @@ import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
 from ansible_collections.ascend.inference.plugins.module_utils import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 ENGINES = {
     "vllm-mindspore": ["vllm-mindspore", "serve"],
@@ -100,6 +101,8 @@ DEFAULTS = {
     "model_backend": "MindFormers",
     "model_config": None,
     "devices_pending": False,
+    # Who runs Ray and the engine: a dedicated, confined account unless root is chosen.
+    "service_user": "ascend-inference",
 }
 NODE_DEFAULTS = {
     "head": False,
@@ -110,6 +113,8 @@ NODE_DEFAULTS = {
     "npus_per_node": 8,
     "data_parallel_size_local": None,
     "data_parallel_start_rank": None,
+    # The group of the node's NPU device files, as the preflight found it.
+    "device_group": None,
 }
 
 
@@ -607,6 +612,8 @@ def _check_settings(settings, check):
                           ("ascend_engine_version", "engine_version")):
         for problem in input_rules.control_characters(variable, settings.get(key)):
             check.fail(problem)
+    for problem in service_account.user_problems(settings["service_user"]):
+        check.fail(problem)
     if settings["launcher"] == "ray" and all(_is_int(p) for p, _v in ports):
         # The DP RPC port is the mp launcher's.
         for problem in input_rules.ray_ports([p for p in ports if p[1] == "ascend_api_port"], settings["ray_port"]):
@@ -679,6 +686,7 @@ def make_plan(settings, nodes):
     if additional_config:
         shared = ["--additional-config", json.dumps(additional_config, sort_keys=True)] + shared
 
+    service = service_account.account(settings["service_user"])
     planned = {}
     for node in nodes:
         name = node["name"]
@@ -702,6 +710,7 @@ def make_plan(settings, nodes):
             "devices_from": device_source[name],
             "data_parallel_size_local": local[name],
             "data_parallel_start_rank": ranks[name] if settings["launcher"] == "mp" and dp > 1 else None,
+            "service_groups": [node["device_group"]] if service["confined"] and node["device_group"] else [],
         }
     if assumed and not settings["devices_pending"]:
         warnings.append("NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: %s"
@@ -727,6 +736,7 @@ def make_plan(settings, nodes):
             "expert_parallel_size": ep_size,
             "additional_config": additional_config,
             "api_port": settings["api_port"],
+            "service": service,
             "secret_env_names": sorted(set(settings["secret_env"]) | set(direct_secrets)),
             "ray_nodes_expected": len(nodes) if ray_launcher else None,
             "ray_npus_expected": sum(len(devices[n["name"]]) for n in nodes) if ray_launcher else None,

@@ -86,6 +86,13 @@ options:
         description: The vLLM release that engine runs on.
         type: str
         required: true
+  service_user:
+    description:
+      - The account that will run Ray and the engine. For any but V(root), RV(service) names the group of
+        the NPU device files that the account must join, and what it could not open or read among the
+        device files, the CANN toolkit, the driver's libraries, the model and the engine.
+    type: str
+    default: root
 """
 
 EXAMPLES = r"""
@@ -177,16 +184,36 @@ engine:
     error: null
     problems: []
 listeners:
-  description: Listening TCP sockets with the process (C(process), C(pid)) and its systemd service (C(unit), null outside one).
+  description:
+    - Listening TCP sockets with the process (C(process), C(pid); null where C(ss) cannot read another
+      user's process), the owner (C(uid)) and the systemd service (C(unit), null outside one).
   returned: always
   type: list
   elements: dict
-  sample: [{address: "0.0.0.0", port: 6379, process: gcs_server, pid: 812, unit: ascend-ray.service}]
+  sample: [{address: "0.0.0.0", port: 6379, process: gcs_server, pid: 812, uid: 999, unit: ascend-ray.service}]
+service:
+  description: What the service account (O(service_user)) needs on this node.
+  returned: always
+  type: dict
+  contains:
+    user:
+      description: O(service_user).
+      type: str
+    device_group:
+      description: The group of the NPU device files the account joins; null for root or when they are unusable.
+      type: str
+    problems:
+      description: Sentences naming what the account could not open or read, and what to change.
+      type: list
+      elements: str
+  sample: {user: ascend-inference, device_group: HwHiAiUser, problems: []}
 """
 
 import glob
+import grp
 import json
 import os
+import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -196,6 +223,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.node_io import re
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
 from ansible_collections.ascend.inference.plugins.module_utils import npu
+from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 
 def _cann(home, wanted):
@@ -287,6 +315,75 @@ def _engine(module, spec):
     return found
 
 
+def _entry(path):
+    info = os.stat(path)
+    return {"path": path, "mode": info.st_mode, "uid": info.st_uid, "gid": info.st_gid}
+
+
+def _chain(path):
+    """The directories from / down to ``path`` and ``path`` itself, symbolic links resolved."""
+    real = os.path.realpath(path)
+    parents, current = [], os.path.dirname(real)
+    while True:
+        parents.insert(0, current)
+        if current == os.path.dirname(current):
+            break
+        current = os.path.dirname(current)
+    return [_entry(p) for p in parents] + [_entry(real)]
+
+
+def _name(lookup, number):
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
+def _service(user, device_ids, paths, model):
+    """The service account's group for the NPU devices, and what it could not open or read."""
+    if user == service_account.ROOT:
+        return {"user": user, "device_group": None, "problems": []}
+    files = []
+    for path in ["/dev/davinci%d" % n for n in device_ids] + ["/dev/" + n for n in service_account.MANAGEMENT_DEVICES]:
+        if os.path.exists(path):
+            entry = _entry(path)
+            entry.update(owner=_name(pwd.getpwuid, entry["uid"]), group=_name(grp.getgrgid, entry["gid"]))
+            files.append(entry)
+    group, problems = service_account.device_group(files)
+    try:
+        account = pwd.getpwnam(user)
+        uid, gids = account.pw_uid, set([account.pw_gid] + [g.gr_gid for g in grp.getgrall() if user in g.gr_mem])
+    except KeyError:
+        uid, gids = None, set()  # created later by the service_account role: owns nothing yet
+    if group:
+        gids.add(files[0]["gid"])
+    for what, path in paths:
+        try:
+            entry = service_account.denied(_chain(path), uid, gids) if path and os.path.exists(path) else None
+        except OSError:
+            entry = None  # gone while read: the other checks name what is missing
+        if entry:
+            problems.append(service_account.access_problem(what, path, entry))
+    if model and os.path.isdir(model):
+        problems.extend(_unreadable_model_file(model, uid, gids))
+    return {"user": user, "device_group": group, "problems": problems}
+
+
+def _unreadable_model_file(model, uid, gids):
+    """The first file or directory under the model the account cannot read, as a problem."""
+    for root, dirs, names in os.walk(model):
+        for name in sorted(dirs) + sorted(names):
+            try:
+                entry = _entry(os.path.join(root, name))  # links followed, as the engine opens them
+            except OSError:
+                continue  # a dangling link: not the account's problem
+            directory = stat.S_ISDIR(entry["mode"])
+            if (directory or stat.S_ISREG(entry["mode"])) and not service_account.may(
+                    entry, uid, gids, 5 if directory else 4):
+                return [service_account.access_problem("the model's", entry["path"], entry)]
+    return []
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -302,15 +399,16 @@ def main():
                 version=dict(type="str", required=True),
                 vllm_version=dict(type="str", required=True),
             )),
+            service_user=dict(type="str", default=service_account.ROOT),
         ),
         supports_check_mode=True,
     )
     rc, out, err = _run(module, ["ip", "-j", "-4", "addr", "show"])
     if rc != 0:
         module.fail_json(msg="ip -j -4 addr show failed (rc %d): %s" % (rc, err.strip()))
-    ss_rc, ss_out, ss_err = _run(module, ["ss", "-ltnpH"])
+    ss_rc, ss_out, ss_err = _run(module, ["ss", "-ltnpeH"])
     if ss_rc != 0:
-        module.fail_json(msg="ss -ltnpH failed (rc %d): %s" % (ss_rc, ss_err.strip()))
+        module.fail_json(msg="ss -ltnpeH failed (rc %d): %s" % (ss_rc, ss_err.strip()))
     try:
         device_map = dict((int(k), int(v)) for k, v in module.params["device_map"].items())
     except (TypeError, ValueError):
@@ -319,11 +417,21 @@ def main():
     module.params["device_map"] = device_map
     sockets = parse.listeners(ss_out)
     for socket in sockets:
-        socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"])) if socket["pid"] else None
+        # The socket's own cgroup where ss cannot name the process (the service account's, say).
+        cgroup = _read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else socket.pop("cgroup")
+        socket.pop("cgroup", None)
+        socket["unit"] = parse.unit_of_cgroup(cgroup)
     devices = node_io.davinci_devices()[1]
     npu_smi, chips = _npu(module, devices)
     toolkit, notes, problems = _cann(module.params["ascend_home"], module.params["cann_layout"])
     model = module.params["model"]
+    engine = _engine(module, module.params["engine"]) if module.params["engine"] else None
+    home = module.params["ascend_home"]
+    readable = [("the CANN toolkit's set_env.sh", toolkit["set_env"] if toolkit else None),
+                ("the NPU driver's libraries", os.path.join(home, "driver", "lib64")),
+                ("the model", model),
+                ("the engine's program", engine["program"] if engine else None),
+                ("the engine's Python", engine["interpreter"] if engine else None)]
     module.exit_json(
         changed=False,
         ipv4=parse.ipv4_by_interface(out),
@@ -336,8 +444,9 @@ def main():
         cann_problems=problems,
         driver=cann.driver(_read(os.path.join(module.params["ascend_home"], "driver", "version.info"))),
         model=_model(model) if model else None,
-        engine=_engine(module, module.params["engine"]) if module.params["engine"] else None,
+        engine=engine,
         listeners=sockets,
+        service=_service(module.params["service_user"], devices, readable, model),
     )
 
 

@@ -137,6 +137,14 @@ options:
       - When neither this nor O(model_config) is given and O(model) is a local directory with
         a C(config.json), that file is read.
     type: path
+  service_user:
+    description:
+      - The account that runs Ray and the engine on every node. A name other than V(root) is a dedicated
+        system account that the RV(cluster.service) units run as, confined by systemd sandboxing and
+        given the group of the node's NPU device files (O(nodes[].device_group)).
+      - V(root) runs them as root, unconfined, as the documents do.
+    type: str
+    default: ascend-inference
   devices_pending:
     description:
       - The nodes' devices will be detected later (the preflight's first, inventory-only plan); where a
@@ -187,6 +195,10 @@ options:
       data_parallel_start_rank:
         description: First DP rank of this node (mp launcher); defaults to the sum of the earlier nodes' ranks.
         type: int
+      device_group:
+        description: The group of the node's NPU device files, as the preflight found it; the service
+          account gets it (C(service_groups) in RV(nodes)).
+        type: str
 """
 
 EXAMPLES = r"""
@@ -267,6 +279,26 @@ cluster:
       description: The name requests must use.
       type: str
       returned: success
+    service:
+      description: Who runs Ray and the engine (from O(service_user)).
+      type: dict
+      returned: success
+      contains:
+        user:
+          description: The account (V(root) or the dedicated one).
+          type: str
+        group:
+          description: Its primary group (the account's own; V(root) for root).
+          type: str
+        home:
+          description: Its home and the units' working directory (C(/var/lib/ascend-inference)).
+          type: str
+        state_directory:
+          description: The units' C(StateDirectory=), null for root.
+          type: str
+        confined:
+          description: Whether the units run as this account under systemd sandboxing (false for root).
+          type: bool
     secret_env_names:
       description: Names of the secret variables of C(ascend_extra_env), which no node's C(env) holds.
       type: list
@@ -300,6 +332,7 @@ nodes:
       npu_family: 910B
       data_parallel_size_local: 2
       data_parallel_start_rank: null
+      service_groups: [HwHiAiUser]
 plan_warnings:
   description: Warnings about the layout (also shown as Ansible warnings).
   returned: success
@@ -337,6 +370,7 @@ NODE_SPEC = dict(
     npus_per_node=dict(type="int", default=NODE_DEFAULTS["npus_per_node"]),
     data_parallel_size_local=dict(type="int"),
     data_parallel_start_rank=dict(type="int"),
+    device_group=dict(type="str"),
 )
 
 # Defaults come from the planner so that the module and the logic cannot drift.
@@ -364,6 +398,7 @@ ARGUMENT_SPEC = dict(
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
     devices_pending=dict(type="bool", default=False),
+    service_user=dict(type="str", default=DEFAULTS["service_user"]),
     nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
 )
 

@@ -36,8 +36,8 @@ def sim(tmp_path):
         shutil.copy(os.path.join(DOUBLES, name), lib / name)
     shutil.copytree(VLLM_HELP, lib / "vllm_help", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "root/dev").mkdir(parents=True)
-    for device in range(4):
-        (tmp_path / "root" / "dev" / ("davinci%d" % device)).write_text("")
+    for name in ["davinci%d" % device for device in range(4)] + ["davinci_manager", "devmm_svm", "hisi_hdc"]:
+        (tmp_path / "root" / "dev" / name).write_text("")
     (tmp_path / "model").mkdir()
     procs = []
 

@@ -29,5 +29,3 @@ def test_ray_left_from_an_earlier_launcher_is_stopped_and_removed():
         assert not worker.file(path).exists, path
     # Serve was not touched.
     assert {name: main_pid(node(name), "ascend-serve.service") for name in (HEAD, WORKER)} == serve_pids
-    code, out = playbook("deploy.yml", "--tags", "ray")
-    assert code == 0 and recap(out) == {HEAD: 0, WORKER: 0}, out[-3000:]

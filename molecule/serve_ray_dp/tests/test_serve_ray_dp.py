@@ -1,6 +1,6 @@
 """Seed scenario 3: vllm-mindspore, Ray data parallelism (DP 4, 2 per node), serve on the head."""
 
-from serve_checks import address_of, completion, node, playbook, serve_process
+from serve_checks import address_of, completion, main_pid, node, playbook, serve_process
 
 HEAD, WORKER = "dp-head", "dp-worker"
 testinfra_hosts = ["podman://" + HEAD]
@@ -19,6 +19,52 @@ def test_head_serves_all_dp_ranks_through_ray():
     assert env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
     assert env["MS_ALLOC_CONF"] == "enable_vmm:true" and env["ASCEND_RT_VISIBLE_DEVICES"] == "0,1"
     assert env["RAY_AUTH_MODE"] == "token"
+
+
+def process_status(host, pid):
+    """{field: value} of /proc/PID/status."""
+    return dict(line.split(":", 1) for line in host.check_output("cat /proc/%d/status" % pid).splitlines())
+
+
+def test_ray_and_the_engine_run_as_the_confined_service_account():
+    for name in (HEAD, WORKER):
+        host = node(name)
+        account, devices = host.user("ascend-inference"), host.group("HwHiAiUser")
+        # The simulated driver's device files, as on a 910 node (vllm-project/vllm-ascend#9490).
+        assert host.check_output("stat -c '%U:%G %a' /dev/davinci0 /dev/davinci_manager").split("\n") == [
+            "HwHiAiUser:HwHiAiUser 660"] * 2
+        pids = [main_pid(host, "ascend-ray.service"), int(host.check_output("pgrep -x raylet"))]
+        if name == HEAD:
+            pids.append(main_pid(host, "ascend-serve.service"))
+        for pid in pids:
+            status = process_status(host, pid)
+            assert set(status["Uid"].split()) == {str(account.uid)}, (name, pid, status["Uid"])
+            assert set(status["Gid"].split()) == {str(account.gid)}, (name, pid, status["Gid"])
+            assert str(devices.gid) in status["Groups"].split(), (name, pid, status["Groups"])
+            assert status["NoNewPrivs"].strip() == "1", (name, pid)
+        # The account holds the device group through the units only, and logs in nowhere.
+        assert devices.name not in account.groups and account.shell == "/usr/sbin/nologin"
+        assert host.check_output("stat -c '%U:%G %a' /etc/ascend-inference/ray-auth-token") == \
+            "root:ascend-inference 640"
+        assert host.check_output("systemctl show -p ProtectSystem -p PrivateTmp --value ascend-ray.service") \
+            .split() == ["yes", "full"]
+    # Ray's session is in Ray's private /tmp, which the engine's unit joins (it found the cluster: see the
+    # placement groups).
+    assert "ascend-ray.service" in node(HEAD).check_output(
+        "systemctl show -p JoinsNamespaceOf --value ascend-serve.service")
+
+
+def test_the_preflight_names_device_files_the_account_cannot_open():
+    worker = node(WORKER)
+    worker.check_output("chown root:root /dev/davinci1 && chmod 600 /dev/davinci1")
+    try:
+        code, out = playbook("check.yml")
+    finally:
+        worker.check_output("chown HwHiAiUser:HwHiAiUser /dev/davinci1 && chmod 660 /dev/davinci1")
+    assert code != 0
+    assert ("host dp-worker: the NPU device files belong to different groups (/dev/davinci0 HwHiAiUser; "
+            "/dev/davinci1 root; /dev/davinci_manager HwHiAiUser") in out, out[-3000:]
+    assert "ascend_service_user: root" in out
 
 
 def test_every_dp_rank_holds_a_placement_group():

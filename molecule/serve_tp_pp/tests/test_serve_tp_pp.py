@@ -2,6 +2,7 @@
 restarts and a plan change."""
 
 import json
+import re
 
 from serve_checks import address_of, completion, flags, main_pid, node, playbook, serve_process
 
@@ -41,6 +42,15 @@ def test_worker_runs_ray_only():
     assert not worker.file("/etc/systemd/system/ascend-serve.service").exists
     ray_env = worker.check_output("tr '\\0' '\\n' < /proc/%d/environ" % main_pid(worker, "ascend-ray.service"))
     assert "HCCL_IF_IP=%s" % address_of(worker) in ray_env.splitlines()
+
+
+def test_root_was_chosen_so_the_units_run_as_root_unconfined():
+    head = node(HEAD)
+    for unit in ("ascend-ray.service", "ascend-serve.service"):
+        status = head.check_output("cat /proc/%d/status" % main_pid(head, unit))
+        assert re.search(r"^Uid:\s+0\s+0\s+0\s+0$", status, re.M), (unit, status)
+        assert head.check_output("systemctl show -p User -p PrivateTmp --value %s" % unit).split() == ["no"], unit
+    assert not head.user("ascend-inference").exists
 
 
 def test_the_engine_holds_npus_on_both_nodes():

@@ -1,14 +1,45 @@
 """Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ..., "node_id": ...}].
 
-Usage: cluster_nodes.py HEAD_IP:PORT. Fails within seconds when nothing
-listens there (ray.init would keep retrying a stopped cluster's address).
-The JSON is the only thing on stdout: Ray's own messages (for example its
-warning about a dead raylet, which it prints to stdout) go to stderr.
+Usage: cluster_nodes.py HEAD_IP:PORT, as root on a node of the cluster. Fails
+within seconds when nothing listens there (ray.init would keep retrying a
+stopped cluster's address). The JSON is the only thing on stdout: Ray's own
+messages (for example its warning about a dead raylet, which it prints to
+stdout) go to stderr.
+
+A driver attaches to its node's raylet through the sockets in /tmp/ray, which
+a confined ascend-ray.service keeps in its private /tmp: the probe then runs
+again in a transient unit that joins that /tmp (JoinsNamespaceOf=; nsenter
+would need CAP_SYS_PTRACE, which container nodes lack).
 """
 import json
 import os
 import socket
+import subprocess
 import sys
+
+UNIT = "ascend-ray.service"
+INSIDE = "ASCEND_PROBE_IN_RAY_NAMESPACE"
+
+
+def enter_rays_namespace():
+    """Re-run this probe in a transient unit that joins the local Ray unit's private /tmp, when it has one."""
+    if os.environ.get(INSIDE):
+        return
+    try:
+        shown = subprocess.run(["systemctl", "show", "-p", "PrivateTmp", "-p", "ActiveState", UNIT],
+                               capture_output=True, text=True, check=False).stdout.split()
+    except OSError:
+        return  # no systemd here
+    if "PrivateTmp=yes" not in shown or "ActiveState=active" not in shown:
+        return  # /tmp/ray, if any, is in our /tmp
+    settings = ["--setenv=%s=%s" % (name, value) for name, value in sorted(os.environ.items())
+                if name.startswith("RAY_")] + ["--setenv=%s=1" % INSIDE]
+    os.execvp("systemd-run", ["systemd-run", "--wait", "--pipe", "--quiet", "--collect", "--property=PrivateTmp=yes",
+                              "--property=JoinsNamespaceOf=" + UNIT] + settings + [sys.executable] + sys.argv)
+
+
+# Before the descriptors change: the probe may start again in Ray's namespace.
+enter_rays_namespace()
 
 # fd 1 becomes stderr for Ray (its C++ core writes to the descriptor, not to sys.stdout).
 result = os.fdopen(os.dup(1), "w")

@@ -44,6 +44,7 @@ import glob
 import json
 import os
 import platform
+import pwd
 import shutil
 import subprocess
 import sys
@@ -73,6 +74,8 @@ DEFAULTS = {
 ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(
     platform.machine().lower(), platform.machine())
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The driver's running user and group (its installer's default; /etc/ascend_install.info says so).
+DRIVER_USER = "HwHiAiUser"
 
 
 def path(*parts):
@@ -198,6 +201,18 @@ def visible_logic_ids():
     return wanted
 
 
+def open_devices(logic_ids):
+    """Open the management device and the chips' device files for reading and writing, as the runtime
+    does when it sets a device: a process without the files' group (HwHiAiUser, mode 0660) stops here."""
+    physical = dict((c["logic"], c["physical"]) for c in chips(load_state()))
+    for name in ["/dev/davinci_manager"] + ["/dev/davinci%d" % physical[n] for n in logic_ids]:
+        try:
+            os.close(os.open(path(name), os.O_RDWR))
+        except OSError as exc:
+            raise RuntimeError("open %s failed: %s (uid %d, groups %s)"
+                               % (name, exc.strerror, os.getuid(), sorted(os.getgroups())))
+
+
 def node_ip(state):
     """The node's first non-loopback IPv4 address."""
     if state.get("node_ip"):
@@ -273,10 +288,22 @@ def set_devices(physical_ids):
     for device in device_ids():
         if device not in physical_ids:
             os.remove(path("/dev/davinci%d" % device))
-    for device in physical_ids:
-        write("/dev/davinci%d" % device, "")
-    for name in ("davinci_manager", "devmm_svm", "hisi_hdc"):
-        write("/dev/" + name, "")
+    names = ["davinci%d" % device for device in physical_ids] + ["davinci_manager", "devmm_svm", "hisi_hdc"]
+    owner = driver_user()
+    for name in names:
+        # HwHiAiUser:HwHiAiUser 0660, as the driver leaves them (vllm-project/vllm-ascend#9490).
+        write("/dev/" + name, "", mode=0o660 if owner else 0o644)
+        if owner:
+            os.chown(path("/dev/" + name), *owner)
+
+
+def driver_user():
+    """(uid, gid) of the driver's running user where it exists and this runs as root, else None."""
+    try:
+        entry = pwd.getpwnam(DRIVER_USER)
+    except KeyError:
+        return None
+    return (entry.pw_uid, entry.pw_gid) if os.geteuid() == 0 else None
 
 
 def _install_info(version, home):

@@ -140,7 +140,11 @@ def local_addresses():
 
 def check_environment(engine, args):
     """What a real node needs before the engine can start."""
-    visible_devices()  # an ASCEND_RT_VISIBLE_DEVICES naming no chip of this node stops the engine
+    devices = visible_devices()  # an ASCEND_RT_VISIBLE_DEVICES naming no chip of this node stops the engine
+    try:
+        ascend_sim.open_devices(devices)
+    except RuntimeError as exc:
+        die("RuntimeError: cannot open the NPU device files (no sample of the real message): %s" % exc)
     for name in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"):
         nic = os.environ.get(name)
         if nic is not None and not os.path.exists("/sys/class/net/%s" % nic):

@@ -30,3 +30,9 @@ def test_the_block_has_one_line_per_node_sorted_with_its_cluster_address():
         "n3": {},
     })
     assert block.splitlines() == ["192.0.2.11      npu-01", "192.0.2.12      n2", "n3              n3"]
+
+
+def test_a_final_line_break_is_not_part_of_a_valid_name():
+    # A regex's $ also matches before a final line break: the whole name must match.
+    assert hostnames.problems({"a": "npu-01\n"}, VALID) == [
+        "ascend_hostname on host a is not a valid host name (found 'npu-01\\n')"]

@@ -711,6 +711,8 @@ def test_printable_hostile_text_passes_unchanged(text):
     ("", "ascend_extra_env: '' is not an environment variable name"),
     ("1ST", "ascend_extra_env: '1ST' is not an environment variable name"),
     ("A\nB", "ascend_extra_env: 'A\\nB' is not an environment variable name"),
+    # A regex's $ also matches before a final line break: the whole name must match.
+    ("AB\n", "ascend_extra_env: 'AB\\n' is not an environment variable name"),
     ("ÄNDERN", "ascend_extra_env: 'ÄNDERN' is not an environment variable name"),
 ])
 def test_extra_env_names_must_be_shell_names(name, message):
@@ -732,7 +734,7 @@ def test_extra_env_numbers_and_text_pass():
     assert (env["HCCL_CONNECT_TIMEOUT"], env["RATIO"], env["MODE"]) == ("7200", "0.5", "on")
 
 
-@pytest.mark.parametrize("name", ["../../x/evil", "a/b", ".", "..", "-rf", "with space", "a\nb", "ünï", ""])
+@pytest.mark.parametrize("name", ["../../x/evil", "a/b", ".", "..", "-rf", "with space", "a\nb", "ab\n", "ünï", ""])
 def test_host_names_that_are_not_safe_file_names_are_refused(name):
     nodes = two_nodes()
     nodes[1]["name"] = name

@@ -6,10 +6,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import unit_of_cgroup
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
@@ -73,7 +75,8 @@ def test_reads_every_answer_in_one_run(run_module, tmp_path):
     with open("/proc/self/comm") as comm, open("/proc/self/cgroup") as cgroup:
         me, unit = comm.read().strip(), unit_of_cgroup(cgroup.read())
     ours = [s for s in result["listeners"] if s["port"] == port]
-    assert ours == [{"address": "127.0.0.1", "port": port, "process": me, "pid": os.getpid(), "unit": unit}]
+    # Our own socket: ss names the process; -e adds no uid for root-owned sockets.
+    assert ours == [{"address": "127.0.0.1", "port": port, "process": me, "pid": os.getpid(), "uid": None, "unit": unit}]
 
 
 def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):
@@ -154,3 +157,48 @@ def test_pips_sh_trampoline_is_read_with_the_environments_python(run_module, tmp
     done = run_module(main, {"npu_smi": "no-such-npu-smi", "engine": dict(ENGINE, python_env=env)})
     assert found_python == python and done.result["engine"]["interpreter"] == python
     assert done.result["engine"]["problems"] == []
+
+
+def test_the_service_account_is_told_what_it_cannot_read(run_module, tmp_path):
+    # pytest's tmp_path lies under a 0700 directory of root's: an account other than root cannot pass it.
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    # The first closed directory from / down is the one named.
+    closed = next(p for p in list(reversed(tmp_path.parents)) + [tmp_path]
+                  if stat.S_IMODE(p.stat().st_mode) & 0o001 == 0)
+    done = run_module(main, {"npu_smi": fake_npu_smi(tmp_path, "exit 0"), "ascend_home": str(tmp_path / "none"),
+                             "model": str(model), "service_user": "nobody"})
+    service = done.result["service"]
+    assert service["user"] == "nobody" and service["device_group"] is None  # no /dev/davinci* here
+    info = closed.stat()
+    assert service["problems"] == ["ascend_service_user cannot read the model %s: %s is %s (uid %d, gid %d); make it "
+                                   "readable for the account (for CANN: install it with --install-for-all), or "
+                                   "set ascend_service_user: root"
+                                   % (model, closed, stat.filemode(info.st_mode), info.st_uid, info.st_gid)]
+    as_root = run_module(main, {"npu_smi": fake_npu_smi(tmp_path, "exit 0"), "ascend_home": str(tmp_path / "none"),
+                                "model": str(model)})
+    assert as_root.result["service"] == {"user": "root", "device_group": None, "problems": []}
+
+
+def test_the_service_account_is_told_which_model_file_it_cannot_read(run_module, tmp_path):
+    # A model the account can reach (/tmp is open to all): one file root's alone, one dangling link skipped.
+    model = tempfile.mkdtemp(prefix="model-", dir="/tmp")
+    try:
+        os.chmod(model, 0o755)
+        with open(os.path.join(model, "config.json"), "w") as handle:
+            handle.write("{}")
+        weights = os.path.join(model, "weights.bin")
+        with open(weights, "wb") as handle:
+            handle.write(b"x")
+        os.chmod(weights, 0o600)
+        os.symlink(os.path.join(model, "missing"), os.path.join(model, "dangling"))
+        done = run_module(main, {"npu_smi": fake_npu_smi(tmp_path, "exit 0"), "ascend_home": str(tmp_path / "none"),
+                                 "model": model, "service_user": "nobody"})
+        info = os.stat(weights)
+        assert done.result["service"]["problems"] == [
+            "ascend_service_user cannot read the model's %s: %s is -rw------- (uid %d, gid %d); make it readable "
+            "for the account (for CANN: install it with --install-for-all), or set ascend_service_user: root"
+            % (weights, weights, info.st_uid, info.st_gid)]
+    finally:
+        shutil.rmtree(model)
