@@ -34,6 +34,11 @@ def role_options():
     return options
 
 
+def _unresolved(value):
+    """Whether a value is template text that ansible-core 2.18 gave back unresolved instead of raising."""
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
 def inventory_type_problems(hostvars, hosts):
     options = role_options()
     wanted = set(options) | set(inventory_types.HOST_VARIABLES)
@@ -44,9 +49,11 @@ def inventory_type_problems(hostvars, hosts):
         for name in wanted:
             if name in host_vars:  # set by the inventory or -e: role defaults are not host variables
                 try:
-                    values[host][name] = host_vars[name]
+                    value = host_vars[name]
                 except AnsibleError:
-                    pass  # a template that cannot be resolved yet: the role's own spec judges it later
+                    continue  # a template that cannot be resolved yet (2.19): the role's own spec judges it later
+                if not _unresolved(value):
+                    values[host][name] = value
     return inventory_types.problems(values, options)
 
 

@@ -15,7 +15,10 @@ SS_PORT = re.compile(r"^(.*):(\d+)$")
 SS_PROCESS = re.compile(r'\(\("([^"]+)",pid=(\d+)')
 # `ss -e`: the socket's owner and cgroup, which the kernel tells even when ss may not read
 # the owning process's descriptors (another user's process, without CAP_SYS_PTRACE).
+# ss leaves out "uid:" for root's sockets (it prints the field only when non-zero), so an -e line
+# (which always has "ino:") without it is root's.
 SS_UID = re.compile(r"\buid:(\d+)")
+SS_EXTENDED = re.compile(r"\bino:\d+")
 SS_CGROUP = re.compile(r"\bcgroup:(\S+)")
 UNIT = re.compile(r"/([^/]+\.service)(?:/|$)")
 
@@ -37,7 +40,7 @@ def davinci_index(name):
 
 def listeners(ss_output):
     """Listening TCP sockets from `ss -ltnpeH`: port, address, process, pid (None when ss cannot tell),
-    uid and cgroup (None where ss does not print them)."""
+    uid (0 on an -e line without one) and cgroup (None where ss does not print them)."""
     found = []
     for line in (ss_output or "").splitlines():
         fields = line.split()
@@ -52,7 +55,7 @@ def listeners(ss_output):
             "port": int(match.group(2)),
             "process": process.group(1) if process else None,
             "pid": int(process.group(2)) if process else None,
-            "uid": int(uid.group(1)) if uid else None,
+            "uid": int(uid.group(1)) if uid else (0 if SS_EXTENDED.search(line) else None),
             "cgroup": cgroup.group(1) if cgroup else None,
         })
     return found

@@ -64,10 +64,6 @@ def account(user):
     }
 
 
-def _modes(mode):
-    return stat.filemode(mode)
-
-
 def device_group(files):
     """(group name or None, problems) for the NPU device files ``files``: [{path, group, mode}].
 
@@ -88,7 +84,7 @@ def device_group(files):
         return None, ["%s is %s %s:%s: a non-root ascend_service_user cannot open it (the Ascend driver "
                       "gives its device files to its running group, HwHiAiUser by default, mode 0660); "
                       "give the device files that group, or set ascend_service_user: root"
-                      % (shown["path"], _modes(shown["mode"]), shown.get("owner", "?"), shown["group"])]
+                      % (shown["path"], stat.filemode(shown["mode"]), shown.get("owner", "?"), shown["group"])]
     return groups[0], []
 
 
@@ -122,7 +118,7 @@ def access_problem(what, target, entry):
     """The sentence for a path the service account cannot read."""
     return ("ascend_service_user cannot read %s %s: %s is %s (uid %d, gid %d); make it readable for the "
             "account (for CANN: install it with --install-for-all), or set ascend_service_user: root"
-            % (what, target, entry["path"], _modes(entry["mode"]), entry["uid"], entry["gid"]))
+            % (what, target, entry["path"], stat.filemode(entry["mode"]), entry["uid"], entry["gid"]))
 
 
 def unit_lines(service, groups):

@@ -266,15 +266,33 @@ def _npu(module, devices):
     return {"rc": rc, "stdout": out, "stderr": err}, found
 
 
-def _model(path):
+def _model(path, account):
+    """The model's regular files and bytes (links not followed), and the first file or directory under it
+    the service ``account`` ((uid, gids), or None for root) cannot read, as a problem: one walk for both."""
     files = size = 0
-    for root, _dirs, names in os.walk(path):
-        for name in names:
-            info = os.lstat(os.path.join(root, name))
+    problems = []
+    for root, dirs, names in os.walk(path):
+        for name in sorted(dirs) + sorted(names):
+            full = os.path.join(root, name)
+            info = os.lstat(full)
             if stat.S_ISREG(info.st_mode):
                 files += 1
                 size += info.st_size
-    return {"files": files, "bytes": size}
+            if account and not problems:
+                problems = _unreadable(full, account)
+    return {"files": files, "bytes": size}, problems
+
+
+def _unreadable(path, account):
+    try:
+        entry = _entry(path)  # links followed, as the engine opens them
+    except OSError:
+        return []  # a dangling link: not the account's problem
+    directory = stat.S_ISDIR(entry["mode"])
+    if (directory or stat.S_ISREG(entry["mode"])) and not service_account.may(
+            entry, account[0], account[1], 5 if directory else 4):
+        return [service_account.access_problem("the model's", entry["path"], entry)]
+    return []
 
 
 def _which(name, directories):
@@ -320,8 +338,9 @@ def _entry(path):
     return {"path": path, "mode": info.st_mode, "uid": info.st_uid, "gid": info.st_gid}
 
 
-def _chain(path):
-    """The directories from / down to ``path`` and ``path`` itself, symbolic links resolved."""
+def _chain(path, seen):
+    """The directories from / down to ``path`` and ``path`` itself, symbolic links resolved; ``seen``
+    keeps each inode read once across the paths of one probe (they share /, /usr, /usr/local, ...)."""
     real = os.path.realpath(path)
     parents, current = [], os.path.dirname(real)
     while True:
@@ -329,7 +348,10 @@ def _chain(path):
         if current == os.path.dirname(current):
             break
         current = os.path.dirname(current)
-    return [_entry(p) for p in parents] + [_entry(real)]
+    for each in parents + [real]:
+        if each not in seen:
+            seen[each] = _entry(each)
+    return [seen[each] for each in parents + [real]]
 
 
 def _name(lookup, number):
@@ -339,10 +361,23 @@ def _name(lookup, number):
         return str(number)
 
 
-def _service(user, device_ids, paths, model):
-    """The service account's group for the NPU devices, and what it could not open or read."""
+def _account(user):
+    """(uid, groups) of the service account as it will run (no uid yet: created later by the
+    service_account role, it owns nothing), or None for root."""
     if user == service_account.ROOT:
-        return {"user": user, "device_group": None, "problems": []}
+        return None
+    try:
+        found = pwd.getpwnam(user)
+        return found.pw_uid, set([found.pw_gid] + [g.gr_gid for g in grp.getgrall() if user in g.gr_mem])
+    except KeyError:
+        return None, set()
+
+
+def _service(user, account, device_ids, paths):
+    """The service account's group for the NPU devices and what it could not open or read among
+    ``paths``; and the account ((uid, gids) or None) with the devices' group as the units give it."""
+    if account is None:
+        return {"user": user, "device_group": None, "problems": []}, None
     files = []
     for path in ["/dev/davinci%d" % n for n in device_ids] + ["/dev/" + n for n in service_account.MANAGEMENT_DEVICES]:
         if os.path.exists(path):
@@ -350,38 +385,18 @@ def _service(user, device_ids, paths, model):
             entry.update(owner=_name(pwd.getpwuid, entry["uid"]), group=_name(grp.getgrgid, entry["gid"]))
             files.append(entry)
     group, problems = service_account.device_group(files)
-    try:
-        account = pwd.getpwnam(user)
-        uid, gids = account.pw_uid, set([account.pw_gid] + [g.gr_gid for g in grp.getgrall() if user in g.gr_mem])
-    except KeyError:
-        uid, gids = None, set()  # created later by the service_account role: owns nothing yet
+    uid, gids = account[0], set(account[1])
     if group:
         gids.add(files[0]["gid"])
+    seen = {}
     for what, path in paths:
         try:
-            entry = service_account.denied(_chain(path), uid, gids) if path and os.path.exists(path) else None
+            entry = service_account.denied(_chain(path, seen), uid, gids) if path and os.path.exists(path) else None
         except OSError:
             entry = None  # gone while read: the other checks name what is missing
         if entry:
             problems.append(service_account.access_problem(what, path, entry))
-    if model and os.path.isdir(model):
-        problems.extend(_unreadable_model_file(model, uid, gids))
-    return {"user": user, "device_group": group, "problems": problems}
-
-
-def _unreadable_model_file(model, uid, gids):
-    """The first file or directory under the model the account cannot read, as a problem."""
-    for root, dirs, names in os.walk(model):
-        for name in sorted(dirs) + sorted(names):
-            try:
-                entry = _entry(os.path.join(root, name))  # links followed, as the engine opens them
-            except OSError:
-                continue  # a dangling link: not the account's problem
-            directory = stat.S_ISDIR(entry["mode"])
-            if (directory or stat.S_ISREG(entry["mode"])) and not service_account.may(
-                    entry, uid, gids, 5 if directory else 4):
-                return [service_account.access_problem("the model's", entry["path"], entry)]
-    return []
+    return {"user": user, "device_group": group, "problems": problems}, (uid, gids)
 
 
 def main():
@@ -418,9 +433,8 @@ def main():
     sockets = parse.listeners(ss_out)
     for socket in sockets:
         # The socket's own cgroup where ss cannot name the process (the service account's, say).
-        cgroup = _read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else socket.pop("cgroup")
-        socket.pop("cgroup", None)
-        socket["unit"] = parse.unit_of_cgroup(cgroup)
+        cgroup = socket.pop("cgroup")
+        socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else cgroup)
     devices = node_io.davinci_devices()[1]
     npu_smi, chips = _npu(module, devices)
     toolkit, notes, problems = _cann(module.params["ascend_home"], module.params["cann_layout"])
@@ -432,6 +446,10 @@ def main():
                 ("the model", model),
                 ("the engine's program", engine["program"] if engine else None),
                 ("the engine's Python", engine["interpreter"] if engine else None)]
+    service, account = _service(module.params["service_user"], _account(module.params["service_user"]),
+                                devices, readable)
+    found_model, model_problems = _model(model, account) if model else (None, [])
+    service["problems"].extend(model_problems)
     module.exit_json(
         changed=False,
         ipv4=parse.ipv4_by_interface(out),
@@ -443,10 +461,10 @@ def main():
         cann_notes=notes,
         cann_problems=problems,
         driver=cann.driver(_read(os.path.join(module.params["ascend_home"], "driver", "version.info"))),
-        model=_model(model) if model else None,
+        model=found_model,
         engine=engine,
         listeners=sockets,
-        service=_service(module.params["service_user"], devices, readable, model),
+        service=service,
     )
 
 

@@ -39,3 +39,43 @@ def test_only_the_json_reaches_stdout(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [{"ip": "192.0.2.1", "npus": 4.0, "node_id": "a"}]
     assert "raylet crashes unexpectedly" in proc.stderr and "lagging heartbeats" in proc.stderr
+
+
+def _stand_ins(tmp_path, with_systemd_run):
+    """A bin/ whose systemctl says Ray runs confined (private /tmp), and a systemd-run that records its argv."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {"systemctl": "print('PrivateTmp=yes')\nprint('ActiveState=active')\n"}
+    if with_systemd_run:
+        tools["systemd-run"] = "import json, sys\nopen(%r, 'w').write(json.dumps(sys.argv))\n" % str(tmp_path / "argv")
+    for name, body in tools.items():
+        (bin_dir / name).write_text("#!%s\n%s" % (sys.executable, body))
+        (bin_dir / name).chmod(0o755)
+    return str(bin_dir)
+
+
+def _probe(tmp_path, path, **env):
+    return subprocess.run([sys.executable, PROBE, "127.0.0.1:1"], capture_output=True, text=True, timeout=60,
+                          check=False, env=dict(PATH=path, **env))
+
+
+def test_the_token_itself_never_reaches_the_transient_unit(tmp_path):
+    proc = _probe(tmp_path, _stand_ins(tmp_path, True), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="s3cr3t-token",
+                  RAY_AUTH_TOKEN_PATH="/etc/ascend-inference/ray-auth-token")
+    assert proc.returncode == 0, proc.stderr
+    argv = json.loads((tmp_path / "argv").read_text())
+    assert "--setenv=RAY_AUTH_TOKEN_PATH=/etc/ascend-inference/ray-auth-token" in argv
+    assert "--setenv=RAY_AUTH_MODE=token" in argv and "--property=JoinsNamespaceOf=ascend-ray.service" in argv
+    assert not [word for word in argv if "s3cr3t-token" in word or word.startswith("--setenv=RAY_AUTH_TOKEN=")]
+
+
+def test_a_token_without_its_path_is_refused_with_the_reason(tmp_path):
+    proc = _probe(tmp_path, _stand_ins(tmp_path, True), RAY_AUTH_TOKEN="s3cr3t-token")
+    assert proc.returncode != 0 and not (tmp_path / "argv").exists()
+    assert "RAY_AUTH_TOKEN_PATH" in proc.stderr and "s3cr3t-token" not in proc.stderr
+
+
+def test_no_systemd_run_is_a_sentence_not_a_traceback(tmp_path):
+    proc = _probe(tmp_path, _stand_ins(tmp_path, False))
+    assert proc.returncode != 0
+    assert "only systemd-run can join" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,5 +1,7 @@
 """Seed scenario 3: vllm-mindspore, Ray data parallelism (DP 4, 2 per node), serve on the head."""
 
+import os
+
 from serve_checks import address_of, completion, main_pid, node, playbook, serve_process
 
 HEAD, WORKER = "dp-head", "dp-worker"
@@ -117,3 +119,23 @@ def test_the_deployment_came_over_ssh_as_deploy_and_became_root_with_sudo():
         # sudo's own log line for Ansible's become wrapper (sudo escapes the command's spaces).
         assert [line for line in log.splitlines()
                 if line.strip().startswith("deploy : ") and "USER=root" in line and "BECOME-SUCCESS" in line], name
+
+
+def test_a_group_or_account_this_collection_did_not_create_is_refused():
+    head, worker = node(HEAD), node(WORKER)
+    # The head has a group of the account's name with a member; the worker an account of that name.
+    head.check_output("groupadd --system svc-taken && usermod -a -G svc-taken deploy")
+    worker.check_output("useradd --system --no-create-home --shell /bin/sh svc-taken")
+    try:
+        code, out = playbook(os.path.join(os.path.dirname(__file__), "..", "service-account-only.yml"),
+                             "-e", "ascend_service_user=svc-taken")
+        head_user = head.run("getent passwd svc-taken")
+        worker_shell = worker.check_output("getent passwd svc-taken | cut -d: -f7")
+    finally:
+        head.run("userdel svc-taken; groupdel svc-taken")
+        worker.run("userdel svc-taken; groupdel svc-taken")
+    assert code != 0
+    assert "The group svc-taken exists on host dp-head" in out and 'members "deploy"' in out, out[-3000:]
+    assert "ascend_service_user svc-taken is an existing account on host dp-worker" in out, out[-3000:]
+    # Nothing was taken over: no account made beside the group, the foreign account's shell kept.
+    assert head_user.rc == 2 and worker_shell == "/bin/sh"

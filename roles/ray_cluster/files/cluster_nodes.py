@@ -19,6 +19,7 @@ import sys
 
 UNIT = "ascend-ray.service"
 INSIDE = "ASCEND_PROBE_IN_RAY_NAMESPACE"
+SECRET = "RAY_AUTH_TOKEN"
 
 
 def enter_rays_namespace():
@@ -32,10 +33,19 @@ def enter_rays_namespace():
         return  # no systemd here
     if "PrivateTmp=yes" not in shown or "ActiveState=active" not in shown:
         return  # /tmp/ray, if any, is in our /tmp
+    # A token itself would be on systemd-run's command line and in the transient unit's Environment=
+    # (systemctl show): only its path goes in.
+    if os.environ.get(SECRET) and not os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        sys.exit("%s runs its Ray in a private /tmp: give the probe the token as RAY_AUTH_TOKEN_PATH, "
+                 "not %s" % (UNIT, SECRET))
     settings = ["--setenv=%s=%s" % (name, value) for name, value in sorted(os.environ.items())
-                if name.startswith("RAY_")] + ["--setenv=%s=1" % INSIDE]
-    os.execvp("systemd-run", ["systemd-run", "--wait", "--pipe", "--quiet", "--collect", "--property=PrivateTmp=yes",
-                              "--property=JoinsNamespaceOf=" + UNIT] + settings + [sys.executable] + sys.argv)
+                if name.startswith("RAY_") and name != SECRET] + ["--setenv=%s=1" % INSIDE]
+    try:
+        os.execvp("systemd-run", ["systemd-run", "--wait", "--pipe", "--quiet", "--collect",
+                                  "--property=PrivateTmp=yes", "--property=JoinsNamespaceOf=" + UNIT]
+                  + settings + [sys.executable] + sys.argv)
+    except OSError as exc:
+        sys.exit("%s keeps Ray's sockets in a private /tmp, which only systemd-run can join: %s" % (UNIT, exc))
 
 
 # Before the descriptors change: the probe may start again in Ray's namespace.

@@ -20,7 +20,8 @@ IP_JSON = json.dumps([
 
 # `ss -ltnpeH` as root in a simulated node (iproute2 6.1): the third socket belongs to a service running
 # as another user, whose descriptors root may not read without CAP_SYS_PTRACE; the kernel still gives
-# its owner and cgroup. The last one is printed without -e (older callers).
+# its owner and cgroup. ss prints "uid:" only when it is not 0 (iproute2's misc/ss.c), so the first two,
+# root's, have none. The last one is printed without -e (older callers): its owner is unknown.
 SS = """LISTEN 0      4096   10.89.251.11:6379  0.0.0.0:*    users:(("gcs_server",pid=812,fd=20)) ino:1 sk:1 cgroup:/system.slice/ascend-ray.service <->
 LISTEN 0      128          [::]:22     [::]:*    users:(("sshd",pid=31,fd=4)) ino:2 sk:2 cgroup:/system.slice/ssh.service v6only:1 <->
 LISTEN 0      5      0.0.0.0:8000 0.0.0.0:* uid:999 ino:23302266 sk:5cc cgroup:/libpod_parent/libpod-91/system.slice/ascend-serve.service <->
@@ -41,9 +42,9 @@ def test_only_numbered_davinci_devices():
 
 def test_listeners_with_and_without_a_known_process():
     assert parse.listeners(SS) == [
-        {"address": "10.89.251.11", "port": 6379, "process": "gcs_server", "pid": 812, "uid": None,
+        {"address": "10.89.251.11", "port": 6379, "process": "gcs_server", "pid": 812, "uid": 0,
          "cgroup": "/system.slice/ascend-ray.service"},
-        {"address": "[::]", "port": 22, "process": "sshd", "pid": 31, "uid": None, "cgroup": "/system.slice/ssh.service"},
+        {"address": "[::]", "port": 22, "process": "sshd", "pid": 31, "uid": 0, "cgroup": "/system.slice/ssh.service"},
         {"address": "0.0.0.0", "port": 8000, "process": None, "pid": None, "uid": 999,
          "cgroup": "/libpod_parent/libpod-91/system.slice/ascend-serve.service"},
         {"address": "0.0.0.0", "port": 2024, "process": None, "pid": None, "uid": None, "cgroup": None},

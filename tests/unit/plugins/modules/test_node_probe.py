@@ -75,8 +75,9 @@ def test_reads_every_answer_in_one_run(run_module, tmp_path):
     with open("/proc/self/comm") as comm, open("/proc/self/cgroup") as cgroup:
         me, unit = comm.read().strip(), unit_of_cgroup(cgroup.read())
     ours = [s for s in result["listeners"] if s["port"] == port]
-    # Our own socket: ss names the process; -e adds no uid for root-owned sockets.
-    assert ours == [{"address": "127.0.0.1", "port": port, "process": me, "pid": os.getpid(), "uid": None, "unit": unit}]
+    # Our own socket: ss names the process and, with -e, its owner (for root by leaving "uid:" out).
+    assert ours == [{"address": "127.0.0.1", "port": port, "process": me, "pid": os.getpid(), "uid": os.getuid(),
+                     "unit": unit}]
 
 
 def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):
