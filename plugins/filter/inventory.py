@@ -41,7 +41,7 @@ def _unresolved(value):
 
 def inventory_type_problems(hostvars, hosts):
     options = role_options()
-    wanted = set(options) | set(inventory_types.HOST_VARIABLES)
+    wanted = set(options) | set(inventory_types.HOST_VARIABLES) | set(inventory_types.RENAMED)
     values = {}
     for host in hosts:
         host_vars = hostvars[host]

@@ -13,6 +13,7 @@ __metaclass__ = type
 
 from ansible.module_utils.common import validation
 
+from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils import input_rules
 
 # Per-host variables the planner reads through hostvars (roles/plan/templates/nodes.json.j2): type, elements.
@@ -29,6 +30,8 @@ BOOLEAN_TEXT = ("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n")
 WHAT = {"int": "a whole number", "bool": "true or false", "dict": "a mapping", "list": "a list",
         "str": "text", "path": "text (a path)"}
 PLURAL = {"int": "whole numbers", "str": "texts", "dict": "mappings"}
+# Variables of earlier releases: setting one is refused with what replaced it.
+RENAMED = dict(container.RENAMED)
 
 
 def _converted(value, kind):
@@ -85,9 +88,11 @@ def problems(values_by_host, cluster_options):
     for host in values_by_host:
         values = values_by_host[host]
         for variable in sorted(values):
-            if values[variable] is None:
+            if variable in RENAMED:
+                problem = "%s is no longer read: use %s" % (variable, RENAMED[variable])
+            elif values[variable] is None:
                 continue  # unset: the plan applies its default
-            if variable in HOST_VARIABLES:
+            elif variable in HOST_VARIABLES:
                 kind, elements = HOST_VARIABLES[variable]
                 problem = _problem(variable, values[variable], kind, elements)
             elif variable in cluster_options:

@@ -9,6 +9,9 @@ __metaclass__ = type
 
 import glob
 import os
+import tarfile
+
+from ansible_collections.ascend.inference.plugins.module_utils import container
 
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
 
@@ -34,3 +37,16 @@ def run(module, argv):
     if not program or not os.path.exists(program):
         return 127, "", "%s: command not found\n" % argv[0]
     return module.run_command([program] + argv[1:])
+
+
+def image_archive(path):
+    """(image ID, tags) of a `podman save` / `docker save` archive, read from its manifest.json without
+    unpacking it; raises ValueError naming what is wrong."""
+    try:
+        with tarfile.open(path) as archive:
+            member = archive.extractfile("manifest.json")
+            if member is None:
+                raise ValueError("no manifest.json")
+            return container.archive_image(member.read().decode("utf-8"))
+    except (IOError, OSError, KeyError, tarfile.TarError) as exc:
+        raise ValueError(str(exc))

@@ -61,8 +61,16 @@ def listeners(ss_output):
     return found
 
 
-def unit_of_cgroup(cgroup_text):
-    """The systemd service a process runs in, from /proc/PID/cgroup, or None."""
+def unit_of_cgroup(cgroup_text, containers=None):
+    """The systemd service a process runs in, from /proc/PID/cgroup, or None.
+
+    A container's processes run in the container's own cgroup (``libpod-<id>.scope``, ``docker-<id>.scope``
+    or ``/docker/<id>``), not in the unit that started it: ``containers`` maps container IDs to the
+    unit that runs each.
+    """
+    for container_id, unit in (containers or {}).items():
+        if container_id and container_id in (cgroup_text or ""):
+            return unit
     units = UNIT.findall(cgroup_text or "")
     return units[-1] if units else None
 

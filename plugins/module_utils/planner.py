@@ -17,6 +17,7 @@ import ipaddress
 import json
 import shlex
 
+from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
 from ansible_collections.ascend.inference.plugins.module_utils import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
@@ -101,9 +102,15 @@ DEFAULTS = {
     "model_backend": "MindFormers",
     "model_config": None,
     "devices_pending": False,
-    # Who runs Ray and the engine: a dedicated, confined account unless root is chosen.
-    "service_user": "ascend-inference",
+    # Who runs Ray and the engine: on hosts a dedicated, confined account unless root is chosen
+    # (None: that default); in container mode the image's root.
+    "service_user": None,
+    # Where Ray and the engine run: on the host, or in one engine container per node.
+    "runtime": "host",
+    "container_image": None,
+    "container_engine": "auto",
 }
+HOST_SERVICE_USER = "ascend-inference"
 NODE_DEFAULTS = {
     "head": False,
     "nic": None,
@@ -612,6 +619,13 @@ def _check_settings(settings, check):
                           ("ascend_engine_version", "engine_version")):
         for problem in input_rules.control_characters(variable, settings.get(key)):
             check.fail(problem)
+    for problem in container.settings_problems(settings["runtime"], settings["container_image"],
+                                               settings["container_engine"], settings["service_user"]):
+        check.fail(problem)
+    for problem in input_rules.control_characters("ascend_container_image", settings["container_image"]):
+        check.fail(problem)
+    settings["service_user"] = container.service_user(settings["runtime"], settings["service_user"],
+                                                      HOST_SERVICE_USER)
     for problem in service_account.user_problems(settings["service_user"]):
         check.fail(problem)
     if settings["launcher"] == "ray" and all(_is_int(p) for p, _v in ports):
@@ -711,6 +725,7 @@ def make_plan(settings, nodes):
             "data_parallel_size_local": local[name],
             "data_parallel_start_rank": ranks[name] if settings["launcher"] == "mp" and dp > 1 else None,
             "service_groups": [node["device_group"]] if service["confined"] and node["device_group"] else [],
+            "container": container.node_container(settings["runtime"], env, physical[name], settings["extra_env"]),
         }
     if assumed and not settings["devices_pending"]:
         warnings.append("NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: %s"
@@ -737,6 +752,8 @@ def make_plan(settings, nodes):
             "additional_config": additional_config,
             "api_port": settings["api_port"],
             "service": service,
+            "runtime": container.runtime(settings["runtime"], settings["container_image"],
+                                         settings["container_engine"]),
             "secret_env_names": sorted(set(settings["secret_env"]) | set(direct_secrets)),
             "ray_nodes_expected": len(nodes) if ray_launcher else None,
             "ray_npus_expected": sum(len(devices[n["name"]]) for n in nodes) if ray_launcher else None,

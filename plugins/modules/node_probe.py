@@ -86,6 +86,13 @@ options:
         description: The vLLM release that engine runs on.
         type: str
         required: true
+  engine_container:
+    description:
+      - Container mode - report which of the host paths the engine container mounts (the NPU driver's tools
+        and libraries, as the vllm-ascend document lists them) the node lacks (RV(container_mounts_missing)),
+        and name the engine unit as the holder of the ports its container's processes listen on.
+    type: bool
+    default: false
   service_user:
     description:
       - The account that will run Ray and the engine. For any but V(root), RV(service) names the group of
@@ -191,6 +198,12 @@ listeners:
   type: list
   elements: dict
   sample: [{address: "0.0.0.0", port: 6379, process: gcs_server, pid: 812, uid: 999, unit: ascend-ray.service}]
+container_mounts_missing:
+  description: The engine container's host mounts this node lacks (empty unless O(engine_container)).
+  returned: always
+  type: list
+  elements: str
+  sample: [/usr/local/dcmi]
 service:
   description: What the service account (O(service_user)) needs on this node.
   returned: always
@@ -218,6 +231,7 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils import node_io
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read as _read
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
@@ -293,6 +307,15 @@ def _unreadable(path, account):
             entry, account[0], account[1], 5 if directory else 4):
         return [service_account.access_problem("the model's", entry["path"], entry)]
     return []
+
+
+def _engine_container(module):
+    """{container ID: unit} of the running engine container, as podman or docker knows it."""
+    for engine in ("podman", "docker"):
+        rc, out, _err = _run(module, [engine, "container", "inspect", "--format", "{{.Id}}", container.NAME])
+        if rc == 0 and out.strip():
+            return {out.strip(): container.UNIT}
+    return {}
 
 
 def _which(name, directories):
@@ -414,6 +437,7 @@ def main():
                 version=dict(type="str", required=True),
                 vllm_version=dict(type="str", required=True),
             )),
+            engine_container=dict(type="bool", default=False),
             service_user=dict(type="str", default=service_account.ROOT),
         ),
         supports_check_mode=True,
@@ -431,10 +455,12 @@ def main():
                              "(found %r)" % (module.params["device_map"],))
     module.params["device_map"] = device_map
     sockets = parse.listeners(ss_out)
+    containers = _engine_container(module) if module.params["engine_container"] else {}
     for socket in sockets:
         # The socket's own cgroup where ss cannot name the process (the service account's, say).
         cgroup = socket.pop("cgroup")
-        socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else cgroup)
+        socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else cgroup,
+                                              containers)
     devices = node_io.davinci_devices()[1]
     npu_smi, chips = _npu(module, devices)
     toolkit, notes, problems = _cann(module.params["ascend_home"], module.params["cann_layout"])
@@ -464,6 +490,8 @@ def main():
         model=found_model,
         engine=engine,
         listeners=sockets,
+        container_mounts_missing=[p for p in container.DRIVER_MOUNTS if not os.path.exists(p)]
+        if module.params["engine_container"] else [],
         service=service,
     )
 

@@ -143,8 +143,24 @@ options:
         system account that the RV(cluster.service) units run as, confined by systemd sandboxing and
         given the group of the node's NPU device files (O(nodes[].device_group)).
       - V(root) runs them as root, unconfined, as the documents do.
+      - Omitted, V(ascend-inference) on hosts; in container mode (O(runtime=container)) the image's root,
+        and any other account is refused.
     type: str
-    default: ascend-inference
+  runtime:
+    description:
+      - Where Ray and the engine run. V(host) runs them as systemd units on the node; V(container) runs
+        one engine container per node (RV(cluster.runtime)) from O(container_image), Ray and serve inside.
+    type: str
+    choices: [host, container]
+    default: host
+  container_image:
+    description: The engine image (for example C(quay.io/ascend/vllm-ascend:v0.23.0)); required with O(runtime=container).
+    type: str
+  container_engine:
+    description: The container engine on the nodes; V(auto) takes podman, else docker, as found on each node.
+    type: str
+    choices: [auto, podman, docker]
+    default: auto
   devices_pending:
     description:
       - The nodes' devices will be detected later (the preflight's first, inventory-only plan); where a
@@ -299,6 +315,26 @@ cluster:
         confined:
           description: Whether the units run as this account under systemd sandboxing (false for root).
           type: bool
+    runtime:
+      description: Where Ray and the engine run (from O(runtime)).
+      type: dict
+      returned: success
+      contains:
+        mode:
+          description: V(host) or V(container).
+          type: str
+        image:
+          description: The engine image (O(container_image)), null on hosts.
+          type: str
+        engine:
+          description: O(container_engine) (V(auto), V(podman) or V(docker)), null on hosts.
+          type: str
+        unit:
+          description: The systemd unit that runs the engine container (C(ascend-engine.service)), null on hosts.
+          type: str
+        container:
+          description: The engine container's name (C(ascend-engine)), null on hosts.
+          type: str
     secret_env_names:
       description: Names of the secret variables of C(ascend_extra_env), which no node's C(env) holds.
       type: list
@@ -333,6 +369,15 @@ nodes:
       data_parallel_size_local: 2
       data_parallel_start_rank: null
       service_groups: [HwHiAiUser]
+      container: null
+  contains:
+    container:
+      description:
+        - In container mode, what the node's engine container gets - C(devices), the physical IDs of its
+          C(/dev/davinciN) (they keep their host numbers inside), and C(env), the node's environment as seen
+          inside, where the runtime numbers the devices it was given from 0 (C(ASCEND_RT_VISIBLE_DEVICES=0..n-1),
+          unless O(extra_env) sets it). Null on hosts.
+      type: dict
 plan_warnings:
   description: Warnings about the layout (also shown as Ansible warnings).
   returned: success
@@ -358,6 +403,8 @@ from ansible_collections.ascend.inference.plugins.module_utils.planner import (
     PlanError,
     make_plan,
 )
+from ansible_collections.ascend.inference.plugins.module_utils.container import ENGINES as CONTAINER_ENGINES
+from ansible_collections.ascend.inference.plugins.module_utils.container import RUNTIMES
 
 NODE_SPEC = dict(
     name=dict(type="str", required=True),
@@ -398,7 +445,10 @@ ARGUMENT_SPEC = dict(
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
     devices_pending=dict(type="bool", default=False),
-    service_user=dict(type="str", default=DEFAULTS["service_user"]),
+    service_user=dict(type="str"),
+    runtime=dict(type="str", default=DEFAULTS["runtime"], choices=list(RUNTIMES)),
+    container_image=dict(type="str"),
+    container_engine=dict(type="str", default=DEFAULTS["container_engine"], choices=list(CONTAINER_ENGINES)),
     nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
 )
 

@@ -32,6 +32,9 @@ if ! podman image exists "$base"; then
   rm -rf "$rootfs"
 fi
 
+# For tests/sim/build-engine-image.sh, which builds the engine image on the same base.
+echo "$base" > "$cache/base-image"
+
 # Node image: the base plus everything under tests/sim.
 # The serve doubles parse exactly the options of the real `vllm serve --help=all`
 # stored in tests/vllm_help (with its reader), not the collection's own table.

@@ -22,7 +22,8 @@ The node's hardware is described by one JSON file the tests may change,
       "fail": {"npu-smi": "dcmi module initialize failed. ret is -8005",
                "hccn_tool": "..."},   # a tool that must fail outright
       "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0",
-                 "env": "/opt/ascend-inference/venv"}  # the serve double "pip-installed" (default: none)
+                 "env": "/opt/ascend-inference/venv"},  # the serve double "pip-installed" (default: none)
+      "device_nodes": true            # /dev/davinci* as character devices (1:3), for an engine container
     }
 
 `ascend-sim apply` turns it into the files the real tools would find. The
@@ -46,6 +47,7 @@ import os
 import platform
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -83,6 +85,7 @@ def path(*parts):
 
 
 STATE = "/etc/ascend-sim/node.json"
+IN_CONTAINER = "ASCEND_SIM_IN_CONTAINER"
 BUNDLE = "/etc/ascend-sim/bundle.json"
 ASCEND = "/usr/local/Ascend"
 
@@ -182,14 +185,29 @@ def device_ids():
     return sorted(ids)
 
 
+def in_container():
+    """Whether this runs in an engine container: the engine image sets ASCEND_SIM_IN_CONTAINER, as the
+    real runtime knows it is in a container that was given some of the host's /dev/davinciN."""
+    return bool(os.environ.get(IN_CONTAINER))
+
+
+def logic_to_physical():
+    """{logic ID: physical ID} as the runtime numbers the chips: on a host from npu-smi's chips; in a
+    container from 0 over the device files it was given, in the order of their physical IDs (CANN's
+    aclrtGetLogicDevIdByPhyDevId: "in a non-container scenario the physical device ID equals the
+    logical device ID"; in a container logic IDs are renumbered)."""
+    if in_container():
+        return dict(enumerate(device_ids()))
+    present = set(device_ids())
+    return dict((c["logic"], c["physical"]) for c in chips(load_state()) if c["physical"] in present)
+
+
 def visible_logic_ids():
     """Logic IDs the runtime can open: chips whose device file exists, narrowed by ASCEND_RT_VISIBLE_DEVICES.
 
     Like the real runtime, a listed ID that is not a chip of this node is an error.
     """
-    state = load_state()
-    present = set(device_ids())
-    usable = [c["logic"] for c in chips(state) if c["physical"] in present]
+    usable = sorted(logic_to_physical())
     visible = os.environ.get("ASCEND_RT_VISIBLE_DEVICES")
     if visible is None:
         return usable
@@ -204,7 +222,7 @@ def visible_logic_ids():
 def open_devices(logic_ids):
     """Open the management device and the chips' device files for reading and writing, as the runtime
     does when it sets a device: a process without the files' group (HwHiAiUser, mode 0660) stops here."""
-    physical = dict((c["logic"], c["physical"]) for c in chips(load_state()))
+    physical = logic_to_physical()
     for name in ["/dev/davinci_manager"] + ["/dev/davinci%d" % physical[n] for n in logic_ids]:
         try:
             os.close(os.open(path(name), os.O_RDWR))
@@ -282,8 +300,10 @@ def link(name, target):
     os.symlink(target, full)
 
 
-def set_devices(physical_ids):
-    """Exactly these /dev/davinciN files, plus the management devices."""
+def set_devices(physical_ids, device_nodes=False):
+    """Exactly these /dev/davinciN files, plus the management devices: regular files, or character
+    devices (1:3, what /dev/null is) where the node hands them to an engine container (podman's
+    --device takes device nodes only)."""
     os.makedirs(path("/dev"), exist_ok=True)
     for device in device_ids():
         if device not in physical_ids:
@@ -292,7 +312,18 @@ def set_devices(physical_ids):
     owner = driver_user()
     for name in names:
         # HwHiAiUser:HwHiAiUser 0660, as the driver leaves them (vllm-project/vllm-ascend#9490).
-        write("/dev/" + name, "", mode=0o660 if owner else 0o644)
+        mode = 0o660 if owner else 0o644
+        if device_nodes:
+            target = path("/dev/" + name)
+            if os.path.lexists(target) and not stat.S_ISCHR(os.lstat(target).st_mode):
+                os.remove(target)
+            if not os.path.exists(target):
+                os.mknod(target, stat.S_IFCHR | mode, os.makedev(1, 3))
+            os.chmod(target, mode)
+        else:
+            if os.path.exists(path("/dev/" + name)) and stat.S_ISCHR(os.lstat(path("/dev/" + name)).st_mode):
+                os.remove(path("/dev/" + name))
+            write("/dev/" + name, "", mode=mode)
         if owner:
             os.chown(path("/dev/" + name), *owner)
 
@@ -401,8 +432,12 @@ def apply(state):
     if state.get("engine"):
         apply_engine(state["engine"])
     missing = set(int(d) for d in state["missing_devices"])
-    set_devices([c["physical"] for c in chips(state) if c["physical"] not in missing])
+    set_devices([c["physical"] for c in chips(state) if c["physical"] not in missing], state.get("device_nodes", False))
     apply_cann(state)
+    # What the driver installs and the engine container mounts (the vllm-ascend document): only the
+    # directories, no content is simulated.
+    for directory in ("/usr/local/dcmi", "%s/driver/lib64" % ASCEND):
+        os.makedirs(path(directory), exist_ok=True)
     # driver-version.info__24.1.rc2.2__1.txt
     write("%s/driver/version.info" % ASCEND,
           "Version=%s\nascendhal_version=7.35.23\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\n"

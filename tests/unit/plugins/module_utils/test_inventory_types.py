@@ -74,3 +74,14 @@ def test_every_host_variable_is_one_the_plan_reads():
         template = handle.read()
     for variable in HOST_VARIABLES:
         assert "hv.%s" % variable in template, variable
+
+
+def test_the_serve_only_container_variables_name_their_replacements(options):
+    found = problems({"node1": {"serve_container_runtime": "podman", "serve_container_image": "img"},
+                      "node2": {"serve_container_runtime": "podman", "serve_container_extra_args": None}}, options)
+    assert found == [
+        "serve_container_extra_args is no longer read: use engine_container_extra_args on host node2",
+        "serve_container_image is no longer read: use ascend_container_image on host node1",
+        "serve_container_runtime is no longer read: use ascend_runtime: container with ascend_container_engine "
+        "(podman, docker or auto) on hosts node1, node2",
+    ]

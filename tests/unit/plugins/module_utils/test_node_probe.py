@@ -85,3 +85,13 @@ def test_engine_problems_name_both_versions():
     assert parse.engine_problems(dict(found, error="exit 1"), "vllm-mindspore", "0.4.0", "0.9.1") == [
         "/e/bin/vllm-mindspore (Python /e/bin/python3): cannot read the installed engine's version: exit 1"]
     assert parse.engine_problems({"program": None}, "vllm-mindspore", "0.4.0", "0.9.1") == []
+
+
+def test_a_process_of_the_engine_container_is_held_by_the_engine_unit():
+    # /proc/PID/cgroup of `vllm serve` in the engine container of a simulated node (nested podman 4.3,
+    # cgroup v1): the container's scope names its ID, not the unit that runs `podman run`.
+    cgroup = ("12:hugetlb:/libpod_parent/libpod-9d6c/container\n"
+              "9:name=systemd:/libpod_parent/libpod-9d6c/machine.slice/libpod-ad7543025f39.scope\n")
+    assert parse.unit_of_cgroup(cgroup) is None
+    assert parse.unit_of_cgroup(cgroup, {"ad7543025f39": "ascend-engine.service"}) == "ascend-engine.service"
+    assert parse.unit_of_cgroup(cgroup, {"0000": "ascend-engine.service"}) is None
