@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.ascend.inference.plugins.module_utils import container
 
 
@@ -26,9 +28,11 @@ def engine_image_problems(hostvars, hosts, result_name, cluster):
     return container.image_id_problems(ids, cluster["runtime"]["image"]) + problems
 
 
-def engine_process(name, argv, env, env_files, source, restart_sec, after=None, stop_argv=None, stop_timeout=30):
-    return container.process_spec(name, argv, env, env_files, source, restart_sec, after or [], stop_argv,
-                                  stop_timeout)
+def engine_process(name, argv, env, env_files, source, restart_sec, after=None, stop_argv=None):
+    try:
+        return container.process_spec(name, argv, env, env_files, source, restart_sec, after or [], stop_argv)
+    except ValueError as exc:
+        raise AnsibleFilterError("engine_process: %s" % exc)
 
 
 class FilterModule(object):

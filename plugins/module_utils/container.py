@@ -36,6 +36,9 @@ DRIVER_MOUNTS = ("/usr/local/dcmi", "/usr/local/Ascend/driver/tools/hccn_tool", 
                  "/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/version.info",
                  "/etc/ascend_install.info")
 CACHE = "/root/.cache"
+# Seconds the supervisor gives each process to stop (its stop command, then SIGTERM, then SIGKILL): Ray
+# and serve together stay within the unit's engine_container_stop_timeout (90 s by default).
+PROCESS_STOP_TIMEOUT = 40
 # The node's configuration (process specs, secrets files, Ray token), mounted read-only at the same path.
 CONFIG_DIR = "/etc/ascend-inference"
 SPEC_DIR = CONFIG_DIR + "/engine"
@@ -135,9 +138,14 @@ def exec_argv(program, argv, env=None):
     return words + [NAME] + list(argv)
 
 
-def process_spec(name, argv, env, env_files, source, restart_sec, after=(), stop_argv=None, stop_timeout=30):
+def process_spec(name, argv, env, env_files, source, restart_sec, after=(), stop_argv=None,
+                 stop_timeout=PROCESS_STOP_TIMEOUT):
     """One process the supervisor runs (the JSON it reads, sorted keys, so that a rewrite of the same
-    spec changes nothing)."""
+    spec changes nothing). A variable without a value (a NIC the node could not tell) is refused."""
+    unset = sorted(k for k, v in env.items() if v is None)
+    if unset:
+        raise ValueError("%s has no value for %s: set ascend_nic for the node (the NIC that carries its "
+                         "ascend_node_ip)" % (name, ", ".join(unset)))
     return json.dumps({
         "name": name,
         "argv": list(argv),

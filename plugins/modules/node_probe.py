@@ -89,8 +89,9 @@ options:
   engine_container:
     description:
       - Container mode - report which of the host paths the engine container mounts (the NPU driver's tools
-        and libraries, as the vllm-ascend document lists them) the node lacks (RV(container_mounts_missing)),
-        and name the engine unit as the holder of the ports its container's processes listen on.
+        and libraries, as the vllm-ascend document lists them) the node lacks (RV(container_mounts_missing)).
+      - In either mode a running engine container (of an earlier container-mode deployment too) is named,
+        through its unit, as the holder of the ports its processes listen on.
     type: bool
     default: false
   service_user:
@@ -312,6 +313,8 @@ def _unreadable(path, account):
 def _engine_container(module):
     """{container ID: unit} of the running engine container, as podman or docker knows it."""
     for engine in ("podman", "docker"):
+        if not module.get_bin_path(engine):
+            continue
         rc, out, _err = _run(module, [engine, "container", "inspect", "--format", "{{.Id}}", container.NAME])
         if rc == 0 and out.strip():
             return {out.strip(): container.UNIT}
@@ -455,7 +458,7 @@ def main():
                              "(found %r)" % (module.params["device_map"],))
     module.params["device_map"] = device_map
     sockets = parse.listeners(ss_out)
-    containers = _engine_container(module) if module.params["engine_container"] else {}
+    containers = _engine_container(module)
     for socket in sockets:
         # The socket's own cgroup where ss cannot name the process (the service account's, say).
         cgroup = socket.pop("cgroup")

@@ -184,3 +184,17 @@ def test_sigterm_stops_dependents_first_with_the_stop_command_and_exits_zero(eng
 def test_usage_errors_name_the_commands(tmp_path):
     proc = subprocess.run([sys.executable, SUPERVISOR], capture_output=True, text=True, check=False)
     assert proc.returncode == 2 and "restart NAME" in proc.stderr
+
+
+def test_bad_specs_are_reported_and_the_supervisor_lives_on(engine):
+    engine.write("ray")
+    (engine.specs / "broken.json").write_text("[1, 2]")
+    (engine.specs / "serve.json").write_text(json.dumps({"name": "serve", "argv": ["true"], "env": {"X": None}}))
+    (engine.tmp / "set_env.sh").write_text("exit 7\n")  # a CANN script that fails
+    engine.start()
+    wait_for(lambda: engine.alive("ray"))
+    wait_for(lambda: "serve cannot start" in engine.output())
+    output = engine.output()
+    assert "ignoring %s: not a process spec" % (engine.specs / "broken.json") in output
+    assert "sourcing %s failed (bash, status 7)" % (engine.tmp / "set_env.sh") in output
+    assert engine.proc.poll() is None

@@ -18,6 +18,8 @@ from conftest import BIN, REPO
 
 EXAMPLE = os.path.join(REPO, "inventories", "examples", "09-qwen3-235b-tp8-pp2-ray", "hosts.yml")
 IMAGE = "quay.io/ascend/vllm-ascend:v0.23.0"
+# The image's ID on the node (what the engine_image module read): the unit runs the image by it.
+IMAGE_ID = "04598bc9955b" + "1" * 52
 PLAYBOOK = """
 - hosts: ascend_cluster
   gather_facts: false
@@ -46,6 +48,7 @@ def render(tmp_path_factory, collections_root, program):
     env.pop("ANSIBLE_CONFIG", None)
     # Extra vars outrank the role defaults loaded as vars_files; the program is what the role finds on a node.
     settings = {"ascend_runtime": "container", "ascend_container_image": IMAGE, "engine_container_program": program,
+                "engine_container_run_image": IMAGE_ID,
                 "ascend_api_key": "not-in-the-unit", "ascend_extra_env": {"HF_TOKEN": "hf-not-in-the-unit"}}
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(playbook), "-i", EXAMPLE, "-e", json.dumps(settings)],
                           cwd=str(out), env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -84,7 +87,7 @@ def test_every_node_runs_an_engine_container(units):
 
 def test_podman_runs_the_supervisor_in_the_image_with_the_documents_devices_and_mounts(units, programs):
     argv = run_argv(units["podman"]["node1"])
-    image = argv.index(IMAGE)
+    image = argv.index(IMAGE_ID)
     options, command = argv[:image], argv[image + 1:]
     assert options[:4] == [programs["podman"], "run", "--rm", "--name=ascend-engine"]
     assert "--net=host" in options and "--shm-size=1g" in options and "--log-driver=none" in options
@@ -102,6 +105,7 @@ def test_podman_runs_the_supervisor_in_the_image_with_the_documents_devices_and_
     assert command == ["/usr/local/lib/ascend-inference/engine_supervisor.py", "/etc/ascend-inference/engine"]
     # No environment and no secret on the command line: the supervisor reads them from the 0600 files.
     assert not [o for o in options if o.startswith(("--env", "-e"))]
+    assert "# %s, by its ID on this node:" % IMAGE in units["podman"]["node1"]
 
 
 def test_the_unit_keeps_secrets_out_and_stops_in_order(units, programs):
@@ -110,6 +114,7 @@ def test_the_unit_keeps_secrets_out_and_stops_in_order(units, programs):
     assert directive(unit, "ExecStartPre") == ['-"%s" "rm" "--force" "ascend-engine"' % programs["podman"]]
     assert shlex.split(directive(unit, "ExecReload")[0]) == [programs["podman"], "kill", "--signal=HUP", "ascend-engine"]
     assert shlex.split(directive(unit, "ExecStop")[0]) == [programs["podman"], "stop", "--time=90", "ascend-engine"]
+    assert directive(unit, "ExecStopPost") == ['-"%s" "rm" "--force" "ascend-engine"' % programs["podman"]]
     assert directive(unit, "Restart") == ["always"] and directive(unit, "TimeoutStopSec") == ["120"]
 
 

@@ -169,15 +169,39 @@ def test_an_image_that_differs_between_nodes_is_refused_before_anything_changes(
     assert recap(out).get(WORKER, 0) == 0 and recap(out).get(HEAD, 0) == 0, out[-2000:]
 
 
-def test_restart_serve_restarts_only_serve_inside_the_container():
-    head = node(HEAD)
-    before = supervised(head)
-    code, out = playbook("restart.yml", "--tags", "serve")
+def test_restart_restarts_ray_head_first_then_serve_inside_the_containers():
+    head, worker = node(HEAD), node(WORKER)
+    before = {name: supervised(node(name)) for name in (HEAD, WORKER)}
+    code, out = playbook("restart.yml")
     assert code == 0, out[-3000:]
-    after = supervised(head)
-    assert after["serve"]["pid"] != before["serve"]["pid"]
-    assert after["ray"]["pid"] == before["ray"]["pid"]
-    assert completion(node(WORKER), address_of(head), SERVED, key=KEY)
+    after = {name: supervised(node(name)) for name in (HEAD, WORKER)}
+    for name in (HEAD, WORKER):
+        assert after[name]["ray"]["pid"] != before[name]["ray"]["pid"], name
+        assert after[name]["ray"]["state"] == "running", name
+    # The engine is a Ray driver: it restarted with the head's Ray, and answers again.
+    assert after[HEAD]["serve"]["pid"] != before[HEAD]["serve"]["pid"]
+    assert len(alive_nodes(head)) == 2
+    assert completion(worker, address_of(head), SERVED, key=KEY)
+
+
+def test_the_mp_launcher_in_containers_serves_on_every_node_without_ray():
+    """Switched to the multiprocess launcher (DP 2, one rank per node): serve in both containers, the
+    worker headless from rank 1; Ray leaves both supervisors, the containers themselves stay."""
+    head, worker = node(HEAD), node(WORKER)
+    running = {name: container_id(node(name)) for name in (HEAD, WORKER)}
+    code, out = playbook("deploy.yml", "-e", json.dumps({
+        "ascend_launcher": "mp", "ascend_tensor_parallel_size": 4, "ascend_pipeline_parallel_size": 1,
+        "ascend_data_parallel_size": 2}))
+    assert code == 0, out[-3000:]
+    for name in (HEAD, WORKER):
+        processes = supervised(node(name))
+        assert sorted(processes) == ["serve"] and processes["serve"]["state"] == "running", (name, processes)
+        assert inside(node(name), "pgrep -x raylet").rc == 1, name
+        assert container_id(node(name)) == running[name], name
+        assert not node(name).file("/etc/ascend-inference/engine/ray.json").exists, name
+    argv = worker.check_output("tr '\\0' ' ' < /proc/%d/cmdline" % node_pid(worker, "vllm serve"))
+    assert "--headless" in argv and "--data-parallel-start-rank 1" in argv, argv
+    assert "simulated" in completion(worker, address_of(head), SERVED, key=KEY)
 
 
 def test_teardown_stops_the_engine_containers_and_leaves_nothing_running():

@@ -70,14 +70,21 @@ def read_env_file(path):
 
 
 def sourced(script, env):
-    """The environment after sourcing a shell script (CANN's set_env.sh) in ``env``."""
-    try:
-        out = subprocess.run(["sh", "-c", '. "$1" >/dev/null 2>&1; env -0', "sh", script], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False).stdout
-    except OSError:
-        return env
-    pairs = [item.split(b"=", 1) for item in out.split(b"\0") if b"=" in item]
-    return dict((k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) for k, v in pairs) or env
+    """The environment after sourcing a shell script (CANN's set_env.sh) in ``env``: with bash, as the
+    documents source it (the scripts may use bash's syntax), else sh."""
+    for shell in ("bash", "sh"):
+        try:
+            proc = subprocess.run([shell, "-c", '. "$1" >/dev/null 2>&1 || exit 3; env -0', shell, script], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+        except OSError:
+            continue  # no such shell in the image
+        if proc.returncode != 0:
+            say("sourcing %s failed (%s, status %d): its variables are not set" % (script, shell, proc.returncode))
+            return env
+        pairs = [item.split(b"=", 1) for item in proc.stdout.split(b"\0") if b"=" in item]
+        return dict((k.decode("utf-8", "replace"), v.decode("utf-8", "replace")) for k, v in pairs)
+    say("no shell to source %s with" % script)
+    return env
 
 
 class Process(object):
@@ -111,7 +118,8 @@ class Process(object):
         try:
             self.popen = subprocess.Popen(self.spec["argv"], env=self.environment(), stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as exc:
+        except Exception as exc:  # pylint: disable=broad-except  # a bad spec must not end PID 1
+            self.popen = None
             say("%s cannot start: %s; again in %s s" % (self.name, exc, self.spec.get("restart_sec", 10)))
             self.last_exit = "cannot start: %s" % exc
             self.start_at = time.time() + float(self.spec.get("restart_sec", 10))
@@ -140,15 +148,16 @@ class Process(object):
         self.stopping = True
         pid = self.popen.pid
         say("stopping %s (pid %d)" % (self.name, pid))
+        # One budget for the stop command and the wait after SIGTERM: the unit's stop time is the sum of
+        # its processes' stop_timeout.
+        deadline = time.time() + float(self.spec.get("stop_timeout", 30))
         if self.spec.get("stop_argv"):
             try:
                 subprocess.run(self.spec["stop_argv"], env=self.environment(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=float(self.spec.get("stop_timeout", 30)),
-                               check=False)
+                               stderr=subprocess.DEVNULL, timeout=max(1.0, deadline - time.time()), check=False)
             except (OSError, subprocess.TimeoutExpired):
                 pass
         _signal_group(pid, signal.SIGTERM)
-        deadline = time.time() + float(self.spec.get("stop_timeout", 30))
         while self.running() and time.time() < deadline:
             supervisor.reap()
             time.sleep(0.2)
@@ -179,6 +188,8 @@ def load_specs(spec_dir):
             with open(path) as handle:
                 text = handle.read()
             spec = json.loads(text)
+            if not isinstance(spec, dict) or not spec.get("name") or not isinstance(spec.get("argv"), list):
+                raise ValueError("not a process spec (name and argv)")
         except (IOError, OSError, ValueError) as exc:
             say("ignoring %s: %s" % (path, exc))
             continue
@@ -316,7 +327,8 @@ class Supervisor(object):
                 say("reloading %s" % self.spec_dir)
                 self.reload()
             self.reap()
-            self.start_due()
+            if not self.stop_wanted:
+                self.start_due()
             time.sleep(0.2)
         say("stopping")
         self.stop_all()

@@ -117,9 +117,15 @@ def test_process_spec_is_stable_json():
                                   ["/usr/local/Ascend/cann/set_env.sh"], 10, ["ray"])
     assert json.loads(spec) == {"name": "serve", "argv": ["vllm", "serve", "m"], "env": {"A": "1", "B": "2"},
                                 "env_files": ["/etc/x.env"], "source": ["/usr/local/Ascend/cann/set_env.sh"],
-                                "restart_sec": 10, "after": ["ray"], "stop_argv": None, "stop_timeout": 30}
+                                "restart_sec": 10, "after": ["ray"], "stop_argv": None, "stop_timeout": 40}
     assert spec == container.process_spec("serve", ["vllm", "serve", "m"], {"A": "1", "B": "2"}, ["/etc/x.env"],
                                           ["/usr/local/Ascend/cann/set_env.sh"], 10, ["ray"])
+
+
+def test_a_variable_without_value_is_refused_naming_the_inventory_variable():
+    with pytest.raises(ValueError, match="ray has no value for GLOO_SOCKET_IFNAME, TP_SOCKET_IFNAME: set ascend_nic"):
+        container.process_spec("ray", ["ray"], {"TP_SOCKET_IFNAME": None, "GLOO_SOCKET_IFNAME": None, "A": "1"},
+                               [], [], 5)
 
 
 def test_the_image_cann_script_newer_layout_first_then_nnal():
