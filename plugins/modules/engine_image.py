@@ -47,9 +47,6 @@ options:
       - A C(podman save) / C(docker save) archive on the node holding O(image); loaded when the node has no
         image by that name or another image than the archive's (its ID, from the archive's manifest).
     type: path
-  archive_id:
-    description: The archive's image ID as read elsewhere (the controller's copy), to say whether loading is needed.
-    type: str
   inspect:
     description: Read the releases and CANN files inside the image.
     type: bool
@@ -80,7 +77,7 @@ id:
   type: str
   sample: 0f3c2a61b0a8d4f1e0b1a7f5c9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0
 archive_id:
-  description: The image ID of O(archive) (or O(archive_id)), null without one.
+  description: The image ID of O(archive), null without one.
   returned: always
   type: str
 action:
@@ -128,13 +125,12 @@ def main():
             image=dict(type="str", required=True),
             pull=dict(type="bool", default=False),
             archive=dict(type="path"),
-            archive_id=dict(type="str"),
             inspect=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    result = {"changed": False, "program": None, "kind": None, "id": None, "archive_id": params["archive_id"],
+    result = {"changed": False, "program": None, "kind": None, "id": None, "archive_id": None,
               "action": "none", "inside": None, "error": None}
     program, kind = _program(module, params["engine"])
     if not program:
