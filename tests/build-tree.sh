@@ -12,10 +12,11 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
   # Deleted-but-tracked files are skipped.
   git ls-files -z --cached --others --exclude-standard \
     | while IFS= read -r -d '' f; do
+        case $f in collections/*) continue ;; esac  # the link back to the checkout
         if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
       done \
     | tar --null -T - -cf - | tar -xf - -C "$dest"
 else
-  tar --exclude=./.venv --exclude=./.cache --exclude=./.git -cf - . | tar -xf - -C "$dest"
+  tar --exclude=./.venv --exclude=./.cache --exclude=./.git --exclude=./collections -cf - . | tar -xf - -C "$dest"
 fi
 echo "$dest"

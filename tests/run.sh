@@ -9,9 +9,14 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache="$repo/.cache"
 python=${ASCEND_TEST_PYTHON:-python3.11}
-py_version=3.11
 venv="$repo/.venv"               # ansible, ansible-lint, molecule, pytest
-test_venv="$cache/venv-ansible-test"  # ansible-test and the pins it installs itself
+# The sanity and unit stages run on the oldest and the newest ansible-core that
+# requirements.txt admits (">=2.18,<2.22": 2.18 and 2.21), each in a virtualenv
+# of its own; the newest needs Python 3.12 or later, which Debian 12 lacks
+# (the build machines have it from pyenv).
+core_oldest=$(grep -oP '^ansible-core>=\K[0-9]+\.[0-9]+' "$repo/requirements.txt")
+core_bound=$(grep -oP '^ansible-core>=[0-9.]+,<\K[0-9]+\.[0-9]+' "$repo/requirements.txt")
+core_newest=${core_bound%.*}.$((${core_bound#*.} - 1))
 all_stages=(lint sanity units integration sim molecule demo)
 
 log() { printf '\n=== %s\n' "$*"; }
@@ -28,15 +33,28 @@ apt_install() {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# Recreate a virtualenv only when its requirements change.
+# A Python of this minor version or newer: on PATH, or from pyenv.
+find_python() {
+  local minor candidate
+  for minor in "$@"; do
+    for candidate in "python$minor" /root/.pyenv/versions/"$minor".*/bin/"python$minor"; do
+      "$candidate" -c '' 2>/dev/null && { command -v "$candidate"; return 0; }
+    done
+  done
+  echo "no Python $* found (the newest ansible-core needs one)" >&2
+  return 1
+}
+
+# Recreate a virtualenv (DIR PYTHON PIP-ARGS...) only when its requirements change.
 ensure_venv() {
-  local dir=$1; shift
+  local dir=$1 interpreter=$2; shift 2
   local stamp
-  stamp=$(printf '%s\n' "$@" | cat - "$repo/requirements.txt" | sha256sum | cut -d' ' -f1)
+  stamp=$(printf '%s\n' "$interpreter" "$@" | cat - "$repo/requirements.txt" "$repo/tests/requirements.txt" \
+    | sha256sum | cut -d' ' -f1)
   if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; then return 0; fi
   log "creating $dir"
   rm -rf "$dir"
-  "$python" -m venv "$dir" || return 1
+  "$interpreter" -m venv "$dir" || return 1
   "$dir/bin/pip" install -q --upgrade pip || return 1
   "$dir/bin/pip" install -q "$@" || return 1
   echo "$stamp" > "$dir/.stamp"
@@ -47,19 +65,35 @@ setup() {
   "$python" -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv || return 1
   # systemd: its systemd-analyze checks the serve unit (integration; the test fails without it).
   apt_install git shellcheck systemd || return 1
-  ensure_venv "$venv" -r "$repo/requirements.txt" || return 1
-  ensure_venv "$test_venv" "$(grep '^ansible-core' "$repo/requirements.txt")" || return 1
-  # ansible-test bootstraps pip in each venv it creates with a script from a
-  # host these machines cannot reach; give it an offline stand-in.
-  local pip_version
-  pip_version=$(grep -oP "pip='\K[0-9.]+" "$test_venv"/lib/python*/site-packages/ansible_test/_internal/python_requirements.py)
-  mkdir -p ~/.ansible/test/cache/pip-wheels
-  cp "$repo/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
-  ls ~/.ansible/test/cache/pip-wheels/pip-"$pip_version"-*.whl >/dev/null 2>&1 \
-    || "$venv/bin/pip" download -q --no-deps -d ~/.ansible/test/cache/pip-wheels "pip==$pip_version"
-  # The collection as Ansible finds it from this checkout (see ansible.cfg).
-  mkdir -p "$cache/collections/ansible_collections/ascend"
-  ln -sfn ../../../.. "$cache/collections/ansible_collections/ascend/inference"
+  ensure_venv "$venv" "$python" -r "$repo/tests/requirements.txt" || return 1
+  local newest_python core pip_version
+  newest_python=$(find_python 3.13 3.12) || return 1
+  ensure_venv "$(test_venv "$core_oldest")" "$python" "ansible-core==$core_oldest.*" || return 1
+  ensure_venv "$(test_venv "$core_newest")" "$newest_python" "ansible-core==$core_newest.*" || return 1
+  for core in "$core_oldest" "$core_newest"; do
+    # ansible-test bootstraps pip in each venv it creates with a script from a
+    # host these machines cannot reach; give it an offline stand-in.
+    pip_version=$(grep -oP "pip='\K[0-9.]+" "$(test_venv "$core")"/lib/python*/site-packages/ansible_test/_internal/python_requirements.py)
+    mkdir -p ~/.ansible/test/cache/pip-wheels
+    cp "$repo/tests/sanity/get_pip_standin.py" ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
+    ls ~/.ansible/test/cache/pip-wheels/pip-"$pip_version"-*.whl >/dev/null 2>&1 \
+      || "$venv/bin/pip" download -q --no-deps -d ~/.ansible/test/cache/pip-wheels "pip==$pip_version" || return 1
+  done
+}
+
+test_venv() { echo "$cache/venv-ansible-test-$1"; }
+
+# ansible-test (sanity or units) on both ends of the supported ansible-core range.
+ansible_test() {
+  local command=$1 dir core venv_dir py status=0
+  dir=$(tree) || return 1
+  for core in "$core_oldest" "$core_newest"; do
+    venv_dir=$(test_venv "$core")
+    py=$("$venv_dir/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    log "ansible-test $command, ansible-core $core, Python $py"
+    (cd "$dir" && PATH="$venv_dir/bin:$PATH" ansible-test "$command" --local --requirements --python "$py") || status=1
+  done
+  return $status
 }
 
 # ansible-test needs the files under ansible_collections/ascend/inference,
@@ -72,15 +106,9 @@ stage_lint() {
   (cd "$repo" && "$venv/bin/ansible-lint" --offline)
 }
 
-stage_sanity() {
-  local dir; dir=$(tree) || return 1
-  (cd "$dir" && PATH="$test_venv/bin:$PATH" ansible-test sanity --local --requirements --python "$py_version")
-}
+stage_sanity() { ansible_test sanity; }
 
-stage_units() {
-  local dir; dir=$(tree) || return 1
-  (cd "$dir" && PATH="$test_venv/bin:$PATH" ansible-test units --local --requirements --python "$py_version")
-}
+stage_units() { ansible_test units; }
 
 stage_integration() {
   (cd "$repo" && "$venv/bin/python" -m pytest -p no:cacheprovider -q tests/integration)

@@ -23,7 +23,7 @@ def address_of(host):
 
 def playbook(name, *extra, timeout=900):
     """Run one of the collection's playbooks on the scenario's nodes: (rc, output)."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY]
                           + list(extra), capture_output=True, text=True, timeout=timeout, check=False, env=env)

@@ -48,7 +48,7 @@ def test_build_install_and_use_by_fqcn(collections_root, tmp_path):
            "--distributed-executor-backend ray --port 8000" in proc.stdout
 
     # The collection's playbook by its FQCN, on one of the shipped example inventories.
-    example = installed / "ansible_collections/ascend/inference/inventories/examples/03-qwen2.5-dp4-ray/hosts.yml"
+    example = installed / "ansible_collections/ascend/inference/inventories/examples/03-qwen2.5-dp4-ray/hosts"
     run([os.path.join(BIN, "ansible-playbook"), "ascend.inference.plan", "-i", str(example),
          "-e", "ascend_plan_dir=%s" % (tmp_path / "plan")], cwd=str(tmp_path), env=env)
     node1 = json.loads((tmp_path / "plan" / "node1.json").read_text())

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import BIN, REPO
 
-EXAMPLE = os.path.join(REPO, "inventories", "examples", "09-qwen3-235b-tp8-pp2-ray", "hosts.yml")
+EXAMPLE = os.path.join(REPO, "inventories", "examples", "09-qwen3-235b-tp8-pp2-ray", "hosts")
 IMAGE = "quay.io/ascend/vllm-ascend:v0.23.0"
 # The image's ID on the node (what the engine_image module read): the unit runs the image by it.
 IMAGE_ID = "04598bc9955b" + "1" * 52

@@ -119,7 +119,7 @@ def corrected_seed(command, corrections):
 
 @pytest.mark.parametrize("scenario", sorted(SEEDS))
 def test_planned_commands_match_the_corrected_seed(scenario, run_plan):
-    proc, plans = run_plan(os.path.join(EXAMPLES, scenario, "hosts.yml"))
+    proc, plans = run_plan(os.path.join(EXAMPLES, scenario, "hosts"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     commands, corrections = SEEDS[scenario]
     assert sorted(plans) == sorted(commands)
@@ -134,7 +134,7 @@ def test_planned_commands_match_the_corrected_seed(scenario, run_plan):
 
 @pytest.mark.parametrize("scenario", sorted(s for s in SEEDS if "ray" in s))
 def test_ray_scenarios_start_ray_on_every_node(scenario, run_plan):
-    plans = run_plan(os.path.join(EXAMPLES, scenario, "hosts.yml"))[1]
+    plans = run_plan(os.path.join(EXAMPLES, scenario, "hosts"))[1]
     head, worker = plans[HEAD], plans[WORKER]
     assert head["ray_start_argv"][:3] == ["ray", "start", "--head"]
     assert "--address=%s:6379" % HEAD_IP in worker["ray_start_argv"]
@@ -149,12 +149,12 @@ def test_ray_scenarios_start_ray_on_every_node(scenario, run_plan):
     ("01-qwen2.5-tp4-single-node", dict(MS_ENV, ASCEND_RT_VISIBLE_DEVICES="0,1,2,3")),
 ])
 def test_mindspore_environment_is_the_seeds(scenario, expected, run_plan):
-    plans = run_plan(os.path.join(EXAMPLES, scenario, "hosts.yml"))[1]
+    plans = run_plan(os.path.join(EXAMPLES, scenario, "hosts"))[1]
     assert plans[HEAD]["env"] == expected
 
 
 def test_vllm_ascend_environment_is_the_seeds(run_plan):
-    plans = run_plan(os.path.join(EXAMPLES, "09-qwen3-235b-tp8-pp2-ray", "hosts.yml"))[1]
+    plans = run_plan(os.path.join(EXAMPLES, "09-qwen3-235b-tp8-pp2-ray", "hosts"))[1]
     for host, ip in ((HEAD, HEAD_IP), (WORKER, "192.0.2.12")):
         assert plans[host]["env"] == {
             "HCCL_IF_IP": ip, "GLOO_SOCKET_IFNAME": None, "TP_SOCKET_IFNAME": None, "HCCL_SOCKET_IFNAME": None,

@@ -45,7 +45,7 @@ ascend_cluster:
     ascend_model: replayed-node
     ascend_launcher: mp
 INVENTORY
-(cd "$repo" && ANSIBLE_COLLECTIONS_PATH="$repo/.cache/collections" "$repo/.venv/bin/ansible-playbook" \
+(cd "$repo" && ANSIBLE_COLLECTIONS_PATH="$repo/collections" "$repo/.venv/bin/ansible-playbook" \
   "$here/replay.yml" -i "$work/hosts.yml" -e "report_dir=$work/reports" >"$work/playbook.log" 2>&1) || {
   cat "$work/playbook.log" >&2; echo "replay.sh: the replay playbook failed" >&2; exit 1; }
 if [ -n "$report" ]; then cp "$work/reports/replay.json" "$report"; fi

@@ -60,7 +60,7 @@ def parse_help(text):
 
 
 def _add_invocation(options, invocation):
-    """One option's "-s S, --long-name METAVAR" (or "--x, --no-x") into options."""
+    """One option's "-s S, --long-name METAVAR" (or "-s, --long-name METAVAR", or "--x, --no-x") into options."""
     parts = {}
     for part in re.split(r", (?=-)", invocation):
         flag, _sep, metavar = part.partition(" ")
@@ -69,7 +69,9 @@ def _add_invocation(options, invocation):
     if not longs or longs == ["--help"]:
         return  # argparse's own -h/--help, which every parser adds
     name = longs[0][2:]
-    metavar = parts[longs[0]]
+    # Python 3.12 and older repeat the metavar after every flag ("--x X, -x X"); 3.13 and later
+    # print it once, after the last ("--x, -x X").
+    metavar = next((m for m in parts.values() if m), "")
     inverse = _enable_disable_inverse(longs[0])
     if "--no-" + name in parts and not metavar:
         entry = {"kind": "bool_optional"}

@@ -34,7 +34,7 @@ def deployed(tmp_path_factory):
                  "pyacl_package_remote": "/opt/ascend-packages/Ascend-cann-nnrt_8.0.RC1_linux-%s.run"
                                          % duo.check_output("uname -m"),
                  "hostnames_strategy": "file", "serve_ready_timeout": 300}}}))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "deploy.yml"), "-i", str(inventory)],
                           capture_output=True, text=True, timeout=900, check=False, env=env)

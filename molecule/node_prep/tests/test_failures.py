@@ -32,7 +32,7 @@ def fingerprint():
 
 
 def prepare(*extra):
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     overrides = {"ascend_extra_env": {"VLLM_LOGGING_LEVEL": "INFO", "ASCEND_PROBE": "would-change"}}
     proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "prepare.yml"), "-i", INVENTORY,

@@ -49,7 +49,7 @@ def test_barrier_names_the_node_that_cannot_reach_the_head():
         while address_of(worker) in [n["ip"] for n in cluster()]:
             assert time.time() < deadline, "the head still lists the cut-off worker after 120 s"
             time.sleep(3)
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"),
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"),
                    ANSIBLE_NOCOLOR="1")
         proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "ray.yml"), "-i", INVENTORY,
                                "-e", json.dumps({"ray_cluster_barrier_timeout": 20})],

@@ -32,7 +32,7 @@ def faulty_die():
 
 def live_reports(directory):
     """The read-only preflight and NPU network check on the live nodes, as tests/sim/replay.yml reports them."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".cache", "collections"))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"))
     proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "tests", "sim", "replay.yml"), "-i", INVENTORY,
                            "-e", "report_dir=%s" % directory], capture_output=True, text=True, timeout=600,
                           check=False, env=env)
