@@ -9,11 +9,14 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.ascend.inference.plugins.module_utils.layout import render_svg
+
 
 def node_documents(plan):
     """{"<host>.json": text} for every node of a plan (parallel_plan's result):
-    the node's entry with the cluster-wide part under "cluster"."""
-    documents = {}
+    the node's entry with the cluster-wide part under "cluster"; and "layout.svg", the picture of
+    the layout (no clash: a host's file always ends in .json)."""
+    documents = {"layout.svg": render_svg(plan)}
     for name, node in plan["nodes"].items():
         document = dict(node, cluster=plan["cluster"])
         documents[name + ".json"] = json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"

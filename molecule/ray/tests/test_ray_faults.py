@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -60,4 +61,8 @@ def test_barrier_names_the_node_that_cannot_reach_the_head():
     assert proc.returncode != 0
     assert "The Ray cluster is not whole after 20 s" in out
     assert "ray-worker2 (%s): NOT JOINED (cannot reach the head" % address_of(worker) in out, out
+    # While it waited, the barrier said who had joined and who was missing (one task, no retry lines).
+    assert re.search(r"%s: Ray cluster, \d+ s of 20 s: (\d+)/(\d+) nodes, \d+/\d+ NPUs joined; missing: ray-worker2\n"
+                     % HEAD, out), out
+    assert "RETRYING" not in out
     wait_whole(240)

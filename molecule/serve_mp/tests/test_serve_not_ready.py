@@ -2,6 +2,7 @@
 Runs after test_serve_mp.py and leaves the cluster serving again."""
 
 import json
+import re
 
 from serve_checks import main_pid, node, playbook, serve_process
 
@@ -20,12 +21,19 @@ def test_a_serve_that_never_gets_ready_fails_with_every_nodes_journal_then_recov
     before = {name: serve_environ(name)[0] for name in (HEAD, WORKER)}
     # The double "loads the model" for an hour; readiness gives up after 10 s. The same run gives serve a
     # chat template with quotes, backslashes, % and $, which must reach the engine's argv unchanged.
-    never_ready = {"ascend_extra_env": {"ASCEND_SIM_LOAD_SECONDS": "3600"}, "serve_ready_timeout": 10,
+    # 3600 shards: the double prints a loading line every second, as vLLM does per checkpoint shard.
+    never_ready = {"ascend_extra_env": {"ASCEND_SIM_LOAD_SECONDS": "3600", "ASCEND_SIM_LOAD_SHARDS": "3600"},
+                   "serve_ready_timeout": 10,
                    "ascend_serve_options": {"chat_template": TEMPLATE}}
     code, out = playbook("deploy.yml", "--tags", "node_env,serve", "-e", json.dumps(never_ready))
     assert code != 0
     assert "The service on %s did not become ready: Wait for GET /health, timeout in seconds 10 failed" % HEAD in out, \
         out[-3000:]
+    # While it waited: the elapsed time and the engine's latest loading line, in one task.
+    progress = re.findall(r"%s: ready, (\d+) s of 10 s: /health: [^;\n]+; engine: Loading safetensors checkpoint "
+                          r"shards:   0%% Completed \| (\d+)/3600 " % HEAD, out)
+    assert len(progress) >= 2 and len({shards for _seconds, shards in progress}) >= 2, out[-3000:]
+    assert "RETRYING" not in out
     marker = "--- last 40 lines of ascend-serve.service on %s ---"
     head_journal = out.split(marker % HEAD)[1].split(marker % WORKER)[0]
     worker_journal = out.split(marker % WORKER)[1]

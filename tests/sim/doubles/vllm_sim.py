@@ -29,7 +29,8 @@ ASCEND_SIM_VLLM_VERSION; the double accepts that release's options only.
 
 Knobs for tests (environment): ASCEND_SIM_PG_TIMEOUT (placement-group wait,
 default vLLM's 1800 s), ASCEND_SIM_LOAD_SECONDS (model "loading" time before
-listening, default 0), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
+listening, default 0, shown as the engine's checkpoint-loading progress over
+ASCEND_SIM_LOAD_SHARDS shards, default 4), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
 nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (overrides the installed vLLM version).
 """
 
@@ -53,6 +54,29 @@ MS_BACKENDS = ("mindformers", "native", "mindone")
 # The help text shows no types: these are the options the double computes with, ints in vLLM.
 INT_OPTIONS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "data_parallel_size_local",
                "data_parallel_start_rank", "data_parallel_rpc_port", "port", "api_server_count")
+
+
+def load_checkpoint(seconds, shards):
+    """Take `seconds` to "load" the weights, printing vLLM's progress line per shard as the journal
+    shows it (tqdm to stderr, one line per update; format as in vllm-project/vllm-ascend#6734 and
+    vllm-project/vllm#6746: 'Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.02s/it]')."""
+    if seconds <= 0:
+        return
+    start = time.time()
+    per_shard = seconds / shards
+
+    def clock(value):
+        return "%02d:%02d" % divmod(int(value), 60)
+
+    for done in range(shards + 1):
+        if done:
+            time.sleep(per_shard)
+        elapsed = time.time() - start
+        rate = "?it/s" if not done else "%5.2fs/it" % (elapsed / done)
+        left = "?" if not done else clock(per_shard * (shards - done))
+        sys.stderr.write("Loading safetensors checkpoint shards: %3d%% Completed | %d/%d [%s<%s, %s]\n"
+                         % (100 * done // shards, done, shards, clock(elapsed), left, rate))
+        sys.stderr.flush()
 
 
 def log(message):
@@ -474,7 +498,8 @@ def main(engine):
         log("%d API server(s)" % api_servers(args, version, dp))
     # systemd stops services with SIGTERM; Ray's driver set-up may have replaced the handler.
     signal.signal(signal.SIGTERM, lambda *_args: sys.exit(0))
-    time.sleep(float(os.environ.get("ASCEND_SIM_LOAD_SECONDS", "0")))
+    load_checkpoint(float(os.environ.get("ASCEND_SIM_LOAD_SECONDS", "0")),
+                    max(1, int(os.environ.get("ASCEND_SIM_LOAD_SHARDS", "4"))))
     names = args.served_model_name or [args.model_tag or args.model]
     api_key = args.api_key[0] if args.api_key else os.environ.get("VLLM_API_KEY")
     ready = registry.complete if registry else (lambda: True)

@@ -9,15 +9,20 @@ import json
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
 
-PLAN = {"cluster": {"head": "h", "world_size": 2},
-        "nodes": {"h": {"role": "head", "env": {"B": "2", "A": None}}, "w": {"role": "worker", "env": {}}}}
+CLUSTER = {"head": "h", "world_size": 2, "node_order": ["h", "w"], "tensor_parallel_size": 2,
+           "pipeline_parallel_size": 1, "data_parallel_size": 1, "expert_parallel_size": None,
+           "model": "m", "engine": "vllm-ascend", "launcher": "ray"}
+PLAN = {"cluster": CLUSTER,
+        "nodes": {"h": {"role": "head", "env": {"B": "2", "A": None}, "node_ip": "192.0.2.1", "visible_devices": [0]},
+                  "w": {"role": "worker", "env": {}, "node_ip": "192.0.2.2", "visible_devices": [0]}}}
 
 
 def test_one_document_per_node_with_the_cluster():
     documents = node_documents(PLAN)
-    assert sorted(documents) == ["h.json", "w.json"]
+    assert sorted(documents) == ["h.json", "layout.svg", "w.json"]
     head = json.loads(documents["h.json"])
-    assert head == {"role": "head", "env": {"B": "2", "A": None}, "cluster": {"head": "h", "world_size": 2}}
+    assert head == dict(PLAN["nodes"]["h"], cluster=CLUSTER)
+    assert documents["layout.svg"].startswith("<svg ")
 
 
 def test_documents_are_stable_text_sorted_and_indented():

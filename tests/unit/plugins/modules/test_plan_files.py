@@ -11,15 +11,18 @@ import stat
 
 from ansible_collections.ascend.inference.plugins.modules.plan_files import main
 
-PLAN = {"cluster": {"head": "h"}, "nodes": {"h": {"role": "head"}, "w": {"role": "worker"}}}
+CLUSTER = {"head": "h", "node_order": ["h", "w"], "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
+           "data_parallel_size": 2, "model": "m", "engine": "vllm-ascend", "launcher": "mp"}
+PLAN = {"cluster": CLUSTER, "nodes": {"h": {"role": "head", "node_ip": "192.0.2.1", "visible_devices": [0]},
+                                      "w": {"role": "worker", "node_ip": "192.0.2.2", "visible_devices": [0]}}}
 
 
 def test_writes_one_file_per_node_then_nothing(run_module, tmp_path):
     target = tmp_path / "plan"
     first = run_module(main, {"path": str(target), "plan": PLAN})
     assert not first.failed and first.result["changed"]
-    assert sorted(os.listdir(str(target))) == ["h.json", "w.json"]
-    assert json.loads((target / "w.json").read_text()) == {"role": "worker", "cluster": {"head": "h"}}
+    assert sorted(os.listdir(str(target))) == ["h.json", "layout.svg", "w.json"]
+    assert json.loads((target / "w.json").read_text()) == dict(PLAN["nodes"]["w"], cluster=CLUSTER)
     assert stat.S_IMODE(os.stat(str(target / "h.json")).st_mode) == 0o644
     second = run_module(main, {"path": str(target), "plan": PLAN})
     assert not second.result["changed"] and second.result["written"] == []
@@ -27,7 +30,7 @@ def test_writes_one_file_per_node_then_nothing(run_module, tmp_path):
 
 def test_rewrites_only_the_node_that_changed(run_module, tmp_path):
     run_module(main, {"path": str(tmp_path), "plan": PLAN})
-    changed = {"cluster": PLAN["cluster"], "nodes": dict(PLAN["nodes"], w={"role": "worker", "x": 1})}
+    changed = {"cluster": PLAN["cluster"], "nodes": dict(PLAN["nodes"], w=dict(PLAN["nodes"]["w"], x=1))}
     done = run_module(main, {"path": str(tmp_path), "plan": changed})
     assert done.result["written"] == [str(tmp_path / "w.json")]
 
@@ -35,7 +38,7 @@ def test_rewrites_only_the_node_that_changed(run_module, tmp_path):
 def test_check_mode_reports_and_writes_nothing(run_module, tmp_path):
     target = tmp_path / "plan"
     done = run_module(main, {"path": str(target), "plan": PLAN, "_ansible_check_mode": True, "_ansible_diff": True})
-    assert done.result["changed"] and len(done.result["written"]) == 2
+    assert done.result["changed"] and len(done.result["written"]) == 3
     assert done.result["diff"][0]["before"] == "" and '"role": "head"' in done.result["diff"][0]["after"]
     assert not target.exists()
 

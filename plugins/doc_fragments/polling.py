@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # The options of the waits that poll and print progress (plugins/plugin_utils/polling.py).
+    DOCUMENTATION = r"""
+options:
+  timeout:
+    description: Seconds to wait in all.
+    type: int
+    required: true
+  interval:
+    description: Seconds between two polls.
+    type: int
+    default: 2
+  progress_every:
+    description: Seconds between two progress lines while nothing changes (a change is shown at once, the end always).
+    type: int
+    default: 10
+"""

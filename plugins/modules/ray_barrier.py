@@ -1,0 +1,93 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# The work is done by the action plugin of the same name (plugins/action/ray_barrier.py).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: ray_barrier
+short_description: Wait until every planned node and NPU has joined the Ray cluster, showing who is missing
+version_added: 0.1.0
+description:
+  - Runs O(argv) (the collection's cluster probe, which prints Ray's alive nodes as JSON) on the target
+    until the alive nodes are the plan's nodes with all their NPUs, or O(timeout) seconds have passed.
+  - >-
+    While it waits it prints, in the terminal and in CI logs, a line such as
+    C(node1: Ray cluster, 12 s of 300 s: 1/2 nodes, 4/8 NPUs joined; missing: node2) whenever what it
+    sees changes, and every O(progress_every) seconds otherwise. One task; no retry lines.
+  - >-
+    Does not fail by itself when the time is up; RV(whole) says whether the cluster is whole, and the
+    probe's last answer is returned for a task that names what is missing.
+extends_documentation_fragment:
+  - ascend.inference.polling
+author:
+  - ascend.inference contributors (@ascend-inference)
+attributes:
+  action:
+    description: Runs on the controller and executes the probe on the target with M(ansible.builtin.command).
+    support: full
+  check_mode:
+    description: "The probe only reads; it runs as in a normal run when the task says C(check_mode: false)."
+    support: full
+  diff_mode:
+    description: Changes nothing, so there is nothing to show.
+    support: none
+options:
+  argv:
+    description: 'The probe''s command line; it prints C([{"ip": ..., "npus": ...}, ...]) for the alive nodes.'
+    type: list
+    elements: str
+    required: true
+  plan:
+    description: The plan (M(ascend.inference.parallel_plan)'s result); its C(cluster.node_order) and each node's
+      C(node_ip) and C(visible_devices) say who must join with how many NPUs.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Wait for every node and NPU to join
+  ascend.inference.ray_barrier:
+    argv: [/opt/ascend-inference/ray/bin/python, /etc/ascend-inference/ray-cluster-nodes.py, "192.0.2.11:6379"]
+    plan: "{{ ascend_plan }}"
+    timeout: 300
+  register: ray_cluster_nodes
+  check_mode: false
+"""
+
+RETURN = r"""
+whole:
+  description: Every planned node alive with all its NPUs (and no other node).
+  returned: always
+  type: bool
+state:
+  description: What the last probe showed (C(nodes_joined), C(nodes_expected), C(npus_joined), C(npus_expected),
+    C(missing), C(short), C(whole)); null when the probe failed.
+  returned: always
+  type: dict
+probe_rc:
+  description: The last probe's exit status.
+  returned: always
+  type: int
+probe_stdout:
+  description: The last probe's output (its JSON).
+  returned: always
+  type: str
+probe_stderr:
+  description: The last probe's error output.
+  returned: always
+  type: str
+attempts:
+  description: How many times the probe ran.
+  returned: always
+  type: int
+elapsed:
+  description: Seconds waited.
+  returned: always
+  type: int
+"""
