@@ -6,7 +6,8 @@ TP rank and EP group, as text for the terminal and as SVG (plan.yml writes layou
 
 How NPUs get their ranks (vLLM's order): a node holds `data_parallel_size_local` DP replicas (all its NPUs
 when the plan sets none, a TP x PP group spanning nodes); the nodes' NPUs, taken in the plan's node order
-and each node's ASCEND_RT_VISIBLE_DEVICES order, are the global ranks 0, 1, ...; a global rank g is
+(the head first) and each node's ASCEND_RT_VISIBLE_DEVICES order, are the global ranks 0, 1, ..., except
+that a node with a DP start rank (mp launcher) begins at that rank's first global rank; a global rank g is
 DP rank g // (TP x PP), PP stage (g % (TP x PP)) // TP and TP rank g % TP. Under expert parallelism the
 TP x DP ranks of one PP stage are split into groups of EP size in the order DP rank x TP + TP rank
 (EP = TP x DP: one group per stage), numbered on across the stages. Which node's NPUs Ray's placement gives which DP rank is Ray's choice;
@@ -38,6 +39,10 @@ def npu_labels(plan):
         local = node.get("data_parallel_size_local")
         # A replica wider than the node (TP x PP across nodes) takes all of it; else its local replicas.
         share = len(devices) if local is None or world > len(devices) else min(len(devices), local * world)
+        start = node.get("data_parallel_start_rank")
+        if start is not None:
+            # mp launcher: the node's ranks begin where --data-parallel-start-rank says, whatever the order.
+            rank = start * world
         npus = []
         for index, device in enumerate(devices):
             entry = {"device": device, "physical": physical[index], "dp": None, "pp": None, "tp": None, "ep": None}

@@ -27,14 +27,17 @@ def barrier_state(probe_stdout, expected):
     planned nodes ([{name, ip, npus}]).
 
     Returns nodes_joined, nodes_expected, npus_joined, npus_expected, missing (names, plan order),
-    short (names with fewer NPUs than planned) and whole: as many alive nodes as planned, every
-    planned node among them and every NPU there.
+    short (names with fewer NPUs than planned), unexpected (addresses of alive nodes the plan does not
+    hold) and whole: as many alive nodes as planned, every planned node among them, no other, and
+    every NPU there.
     """
     alive = json.loads(probe_stdout)
     seen = {}
     for node in alive:
         seen[node["ip"]] = seen.get(node["ip"], 0) + int(node.get("npus") or 0)
     missing = [node["name"] for node in expected if node["ip"] not in seen]
+    planned = set(node["ip"] for node in expected)
+    unexpected = sorted(ip for ip in seen if ip not in planned)
     short = [node["name"] for node in expected if node["ip"] in seen and seen[node["ip"]] < node["npus"]]
     npus_expected = sum(node["npus"] for node in expected)
     npus_joined = sum(seen.values())
@@ -45,7 +48,8 @@ def barrier_state(probe_stdout, expected):
         "npus_expected": npus_expected,
         "missing": missing,
         "short": short,
-        "whole": not missing and len(alive) == len(expected) and npus_joined == npus_expected,
+        "unexpected": unexpected,
+        "whole": not missing and not unexpected and len(alive) == len(expected) and npus_joined == npus_expected,
     }
 
 
@@ -59,6 +63,8 @@ def barrier_status(state=None, error=None):
         line += "; missing: " + ", ".join(state["missing"])
     if state["short"]:
         line += "; fewer NPUs than planned: " + ", ".join(state["short"])
+    if state["unexpected"]:
+        line += "; not in the plan: " + ", ".join(state["unexpected"])
     return line
 
 

@@ -18,6 +18,8 @@ description:
     and devices, with the cluster-wide settings under C(cluster).
   - One task for the whole cluster, so a plan of hundreds of nodes takes one
     module run; only files whose content differs are rewritten.
+  - Also writes C(<path>/layout.svg), a drawing of the layout (every node and NPU with its DP rank, PP stage,
+    TP rank and EP group).
   - Files of nodes no longer in the plan are left alone.
 author:
   - ascend.inference contributors (@ascend-inference)

@@ -32,8 +32,9 @@ attributes:
     description: Runs on the controller and executes the probe on the target with M(ansible.builtin.command).
     support: full
   check_mode:
-    description: "The probe only reads; it runs as in a normal run when the task says C(check_mode: false)."
-    support: full
+    description: Skipped in check mode, where nothing was started that could be waited for (a task with
+      C(check_mode=false) runs it).
+    support: none
   diff_mode:
     description: Changes nothing, so there is nothing to show.
     support: none
@@ -67,7 +68,7 @@ whole:
   type: bool
 state:
   description: What the last probe showed (C(nodes_joined), C(nodes_expected), C(npus_joined), C(npus_expected),
-    C(missing), C(short), C(whole)); null when the probe failed.
+    C(missing), C(short), C(unexpected), C(whole)); null when the probe failed.
   returned: always
   type: dict
 probe_rc:

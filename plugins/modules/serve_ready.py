@@ -30,8 +30,9 @@ attributes:
     description: Runs on the controller and executes M(ansible.builtin.uri) and the log command on the target.
     support: full
   check_mode:
-    description: Only reads; the collection skips readiness in check mode (nothing was started).
-    support: full
+    description: Skipped in check mode, where nothing was started that could be waited for (a task with
+      C(check_mode=false) runs it).
+    support: none
   diff_mode:
     description: Changes nothing, so there is nothing to show.
     support: none

@@ -34,6 +34,10 @@ class PollingAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(PollingAction, self).run(tmp, task_vars)
         args = self.validate_argument_spec(argument_spec=self.ARGUMENTS)[1]
+        if self._play_context.check_mode:
+            # Nothing was started that could be waited for; the poll's modules would only skip.
+            result.update(skipped=True, changed=False, msg="a wait is not run in check mode")
+            return result
         throttle = progress.Throttle(args["progress_every"])
         host = task_vars.get("inventory_hostname", "?")
         start = time.monotonic()

@@ -28,7 +28,8 @@ def seed7(plan, node_index, device):
     # DeepSeek-R1 hybrid: TP 4 x DP 4, EP 4, two DP replicas of 4 NPUs on each of the two nodes.
     tp = plan["tensor_parallel_size"]
     dp = node_index * 2 + device // tp
-    return ["DP %d  PP 0" % dp, "TP %d" % (device % tp), "EP group %d" % ((dp * tp + device % tp) // 4)]
+    # EP 4 = TP 4: each DP replica's four NPUs are one expert group.
+    return ["DP %d  PP 0" % dp, "TP %d" % (device % tp), "EP group %d" % dp]
 
 
 def seed9(plan, node_index, device):

@@ -39,12 +39,12 @@ print("Loading safetensors checkpoint shards: %3d%% Completed | %d/4 [00:0%d<00:
 '''
 
 
-def playbook(tmp_path, env, tasks):
+def playbook(tmp_path, env, tasks, *extra):
     path = tmp_path / "play.yml"
     path.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
     env = dict(env, ANSIBLE_STDOUT_CALLBACK="default")
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(path), "-i", "localhost,", "-c", "local",
-                           "-e", "ansible_python_interpreter=%s" % sys.executable],
+                           "-e", "ansible_python_interpreter=%s" % sys.executable] + list(extra),
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -135,3 +135,13 @@ def test_readiness_fails_after_its_timeout_with_the_last_answer_and_log_line(ans
     assert "Connection refused" in out and "/health: " in out, out
     assert "no 200 from %s within 3 s (last answer: [Errno 111] Connection refused); the engine's latest log line: " \
            "Loading safetensors checkpoint shards:" % url in out, out
+
+
+def test_in_check_mode_the_waits_are_skipped_at_once(ansible_env, tmp_path):
+    start = time.monotonic()
+    tasks = barrier_task(script(tmp_path, "probe.py", PROBE) + ["1000"], 300)[:1] + \
+        ready_task("http://127.0.0.1:9/health", None, 1800)[:1]
+    code, out = playbook(tmp_path, ansible_env, tasks, "--check")
+    assert code == 0 and time.monotonic() - start < 60, out
+    assert out.count("skipping: [localhost]") == 2, out
+    assert not (tmp_path / "probe.py.state").exists()

@@ -57,9 +57,12 @@ INT_OPTIONS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_
 
 
 def load_checkpoint(seconds, shards):
-    """Take `seconds` to "load" the weights, printing vLLM's progress line per shard as the journal
-    shows it (tqdm to stderr, one line per update; format as in vllm-project/vllm-ascend#6734 and
-    vllm-project/vllm#6746: 'Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.02s/it]')."""
+    """Take `seconds` to "load" the weights, writing vLLM's progress bar per shard as it reaches the journal.
+    vLLM's tqdm bar format ends in a line break (vllm/model_executor/model_loader/weight_utils.py,
+    _BAR_FORMAT: "avoid messing up with ray or multiprocessing, which wraps each line of output with some
+    prefix"), and tqdm starts every redraw with a carriage return: each update is "\\r<bar>\\n", one journal
+    record holding a control character (journalctl shows it only with --all). The bar's text as in
+    vllm-project/vllm-ascend#6734: 'Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.02s/it]'."""
     if seconds <= 0:
         return
     start = time.time()
@@ -74,7 +77,7 @@ def load_checkpoint(seconds, shards):
         elapsed = time.time() - start
         rate = "?it/s" if not done else "%5.2fs/it" % (elapsed / done)
         left = "?" if not done else clock(per_shard * (shards - done))
-        sys.stderr.write("Loading safetensors checkpoint shards: %3d%% Completed | %d/%d [%s<%s, %s]\n"
+        sys.stderr.write("\rLoading safetensors checkpoint shards: %3d%% Completed | %d/%d [%s<%s, %s]\n"
                          % (100 * done // shards, done, shards, clock(elapsed), left, rate))
         sys.stderr.flush()
 

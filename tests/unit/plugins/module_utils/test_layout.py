@@ -10,14 +10,15 @@ import xml.etree.ElementTree as ET
 from ansible_collections.ascend.inference.plugins.module_utils import layout
 
 
-def plan(tp=1, pp=1, dp=1, ep=None, nodes=(("h", 4, None),), model="m"):
+def plan(tp=1, pp=1, dp=1, ep=None, nodes=(("h", 4, None),), model="m", start_ranks=None):
     cluster = {"tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp,
                "expert_parallel_size": ep, "model": model, "engine": "vllm-ascend", "launcher": "mp",
                "node_order": [name for name, _count, _local in nodes]}
     return {"cluster": cluster, "nodes": {
         name: {"role": "head" if index == 0 else "worker", "node_ip": "192.0.2.%d" % (index + 1),
                "visible_devices": list(range(count)), "physical_devices": [d + 4 for d in range(count)],
-               "data_parallel_size_local": local}
+               "data_parallel_size_local": local,
+               "data_parallel_start_rank": (start_ranks or {}).get(name)}
         for index, (name, count, local) in enumerate(nodes)}}
 
 
@@ -32,6 +33,14 @@ def test_mp_data_parallel_leaves_a_nodes_extra_npus_idle():
     assert ranks(result, "ep") == {"h": [None] * 8, "w": [None] * 8}
 
 
+def test_mp_start_ranks_out_of_node_order_are_followed():
+    # The planner accepts start ranks that tile 0..DP-1 in any order: b owns rank 3, c ranks 1 and 2.
+    result = layout.npu_labels(plan(tp=2, dp=4, nodes=(("a", 2, 1), ("b", 2, 1), ("c", 4, 2)),
+                                    start_ranks={"a": 0, "b": 3, "c": 1}))
+    assert ranks(result, "dp") == {"a": [0, 0], "b": [3, 3], "c": [1, 1, 2, 2]}
+    assert ranks(result, "tp") == {"a": [0, 1], "b": [0, 1], "c": [0, 1, 0, 1]}
+
+
 def test_a_replica_across_nodes_takes_them_whole_in_node_order():
     result = layout.npu_labels(plan(tp=4, pp=2, ep=4, nodes=(("h", 4, 1), ("w", 4, 0))))
     assert ranks(result, "pp") == {"h": [0] * 4, "w": [1] * 4}
@@ -40,7 +49,7 @@ def test_a_replica_across_nodes_takes_them_whole_in_node_order():
 
 
 def test_expert_groups_smaller_than_tp_times_dp():
-    result = layout.npu_labels(plan(tp=2, dp=4, ep=4, nodes=(("h", 8, None),)))
+    result = layout.npu_labels(plan(tp=2, dp=4, ep=4, nodes=(("h", 8, 4),)))
     assert ranks(result, "ep") == {"h": [0, 0, 0, 0, 1, 1, 1, 1]}
 
 

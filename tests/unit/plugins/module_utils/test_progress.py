@@ -44,9 +44,10 @@ def test_a_node_with_fewer_npus_than_planned():
     assert progress.barrier_status(state) == "2/2 nodes, 6/8 NPUs joined; fewer NPUs than planned: node2"
 
 
-def test_a_node_outside_the_plan_keeps_the_cluster_from_being_whole():
+def test_a_node_outside_the_plan_keeps_the_cluster_from_being_whole_and_is_named():
     state = progress.barrier_state(probe(("192.0.2.11", 4), ("192.0.2.12", 4), ("192.0.2.99", 0)), EXPECTED)
-    assert not state["whole"] and not state["missing"]
+    assert not state["whole"] and not state["missing"] and state["unexpected"] == ["192.0.2.99"]
+    assert progress.barrier_status(state) == "2/2 nodes, 8/8 NPUs joined; not in the plan: 192.0.2.99"
 
 
 def test_a_raylet_registered_twice_under_one_address_is_not_whole():
