@@ -10,6 +10,14 @@ __metaclass__ = type
 class ModuleDocFragment(object):
     # The options of the waits that poll and print progress (plugins/plugin_utils/polling.py).
     DOCUMENTATION = r"""
+attributes:
+  check_mode:
+    description: Skipped in check mode, where nothing was started that could be waited for (a task with
+      C(check_mode=false) runs it).
+    support: none
+  diff_mode:
+    description: Changes nothing, so there is nothing to show.
+    support: none
 options:
   timeout:
     description: Seconds to wait in all.

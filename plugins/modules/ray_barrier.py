@@ -31,13 +31,6 @@ attributes:
   action:
     description: Runs on the controller and executes the probe on the target with M(ansible.builtin.command).
     support: full
-  check_mode:
-    description: Skipped in check mode, where nothing was started that could be waited for (a task with
-      C(check_mode=false) runs it).
-    support: none
-  diff_mode:
-    description: Changes nothing, so there is nothing to show.
-    support: none
 options:
   argv:
     description: 'The probe''s command line; it prints C([{"ip": ..., "npus": ...}, ...]) for the alive nodes.'

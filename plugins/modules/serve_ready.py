@@ -29,13 +29,6 @@ attributes:
   action:
     description: Runs on the controller and executes M(ansible.builtin.uri) and the log command on the target.
     support: full
-  check_mode:
-    description: Skipped in check mode, where nothing was started that could be waited for (a task with
-      C(check_mode=false) runs it).
-    support: none
-  diff_mode:
-    description: Changes nothing, so there is nothing to show.
-    support: none
 options:
   url:
     description: The health URL, as the target reaches it.
