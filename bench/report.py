@@ -115,6 +115,7 @@ def markdown(meta, samples, cpu=None):
              "%s, commit %s, %d CPUs, %d repetitions, %d simulated NPUs per node, image %s."
              % (meta["date"], meta["commit"], meta["cpus"], meta["reps"], meta["npus_per_node"], meta["image"]),
              "Written by `bench/run.sh`; seconds of wall time, min / median / max.", "",
+             "![deploy, no-op deploy and baseline against the node count](results.svg)", "",
              "| nodes | baseline (s) | deploy (s) | no-op deploy (s) | deploy / baseline | no-op / deploy |",
              "|---:|---|---|---|---:|---:|"]
     found = ratios(samples)
@@ -159,6 +160,57 @@ def markdown(meta, samples, cpu=None):
     return "\n".join(lines)
 
 
+# The chart's series: (kind, label, colour).
+SERIES = (("deploy", "deploy.yml", "#c0392b"), ("noop", "no-op deploy.yml", "#e67e22"),
+          ("baseline", "by hand (baseline)", "#2e86c1"))
+
+
+def chart_svg(samples, width=640, height=360):
+    """Median seconds of the deploy, the no-op deploy and the baseline against the node count, as SVG."""
+    kinds = [series[0] for series in SERIES]
+    sizes = sorted(set(int(size) for kind in kinds for size in samples.get(kind, {})))
+    medians = {kind: {size: statistics.median(samples[kind][str(size)])
+                      for size in sizes if samples.get(kind, {}).get(str(size))} for kind in kinds}
+    top = max([value for series in medians.values() for value in series.values()] or [1.0])
+    step = next(s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000) if top / s <= 8)
+    y_max = step * (int(top // step) + 1)
+    left, right, upper, lower = 56, 170, 24, 44
+    plot_w, plot_h = width - left - right, height - upper - lower
+
+    def x_of(size):
+        return left + (plot_w * (sizes.index(size) + 0.5) / len(sizes))
+
+    def y_of(value):
+        return upper + plot_h * (1 - value / y_max)
+
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+             'font-size="12">' % (width, height),
+             '<rect width="100%" height="100%" fill="white"/>',
+             '<text x="%d" y="16" font-weight="bold">Wall time (median seconds) against the node count</text>' % left]
+    for tick in range(0, int(y_max) + 1, step):
+        y = y_of(tick)
+        parts.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, left + plot_w, y, y))
+        parts.append('<text x="%d" y="%.1f" text-anchor="end">%d</text>' % (left - 6, y + 4, tick))
+    for size in sizes:
+        parts.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (x_of(size), upper + plot_h + 18, size))
+    parts.append('<text x="%.1f" y="%d" text-anchor="middle">nodes (one step each, not to scale)</text>' % (left + plot_w / 2, height - 6))
+    for index, (kind, label, colour) in enumerate(SERIES):
+        points = [(x_of(size), y_of(value), value) for size, value in sorted(medians[kind].items())]
+        if not points:
+            continue
+        parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                     % (colour, " ".join("%.1f,%.1f" % point[:2] for point in points)))
+        for x, y, value in points:
+            parts.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (x, y, colour))
+            parts.append('<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s">%.1f</text>' % (x, y - 7, colour, value))
+        legend_y = upper + 16 + 20 * index
+        parts.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>'
+                     % (left + plot_w + 16, left + plot_w + 36, legend_y, legend_y, colour))
+        parts.append('<text x="%d" y="%d">%s</text>' % (left + plot_w + 42, legend_y + 4, label))
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
 class Results:
     """Samples by kind and size, saved as results.json and results.md after every step."""
 
@@ -177,3 +229,5 @@ class Results:
                        "ratios": ratios(self.samples)}, handle, indent=2, sort_keys=True)
         with open(os.path.join(self.out, "results.md"), "w") as handle:
             handle.write(markdown(self.meta, self.samples, self.cpu))
+        with open(os.path.join(self.out, "results.svg"), "w") as handle:
+            handle.write(chart_svg(self.samples))

@@ -110,7 +110,15 @@ trap 'rm -rf "$work"' EXIT
 tree() { "$repo/tests/build-tree.sh" "$work"; }
 
 stage_lint() {
-  (cd "$repo" && "$venv/bin/ansible-lint" --offline)
+  local dir status=0
+  (cd "$repo" && "$venv/bin/ansible-lint" --offline) || status=1
+  # Every plugin's and role's documentation as antsibull-docs reads it (on the collection tree:
+  # it looks for the collection under ansible_collections/), and the changelog fragments.
+  dir=$(tree) || return 1
+  (cd "$dir" && PATH="$venv/bin:$PATH" \
+    antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .) || status=1
+  (cd "$repo" && "$venv/bin/antsibull-changelog" lint) || status=1
+  return $status
 }
 
 stage_sanity() { ansible_test sanity; }

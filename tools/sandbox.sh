@@ -2,7 +2,7 @@
 # The sandbox: a simulated two-node Ascend cluster on local podman, deployed
 # with this collection exactly as a real one (inventories/sandbox/).
 #   tools/sandbox.sh demo   install what is needed (Debian 12, root), start the
-#                           nodes, run playbooks/deploy.yml, ask for a completion
+#                           nodes, run deploy.yml, ask for a completion
 #   tools/sandbox.sh down   remove the nodes and their network
 set -euo pipefail
 
@@ -40,8 +40,8 @@ start_nodes() {
 
 demo() {
   start_nodes
-  log "ansible-playbook playbooks/deploy.yml -i inventories/sandbox/hosts.yml"
-  (cd "$repo" && .venv/bin/ansible-playbook playbooks/deploy.yml -i inventories/sandbox/hosts.yml)
+  log "ansible-playbook deploy.yml -i inventories/sandbox/hosts"
+  (cd "$repo" && .venv/bin/ansible-playbook deploy.yml -i inventories/sandbox/hosts)
   log "POST http://10.89.250.11:8000/v1/completions, from sandbox-worker"
   local answer
   answer=$(podman exec sandbox-worker curl -sS --max-time 60 http://10.89.250.11:8000/v1/completions \
@@ -52,7 +52,7 @@ demo() {
   cat <<MSG
 
 The sandbox is running. Try:
-  .venv/bin/ansible-playbook playbooks/status.yml -i inventories/sandbox/hosts.yml
+  .venv/bin/ansible-playbook playbooks/status.yml -i inventories/sandbox/hosts
   podman exec sandbox-head journalctl -u ascend-serve.service
   tools/sandbox.sh down
 MSG

@@ -15,7 +15,8 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.polling import PO
 class ActionModule(PollingAction):
     LABEL = "Ray cluster"
     ARGUMENTS = dict(POLL_ARGUMENTS, argv=dict(type="list", elements="str", required=True),
-                     plan=dict(type="dict", required=True))
+                     plan=dict(type="dict", required=True),
+                     unreachable=dict(type="dict", default={}))
     _VALID_ARGS = frozenset(ARGUMENTS)
 
     def poll(self, args, task_vars):
@@ -28,12 +29,16 @@ class ActionModule(PollingAction):
                 error = "unreadable probe output: %s" % exc
         else:
             error = probe.get("stderr") or probe.get("msg")
-        return bool(state and state["whole"]), progress.barrier_status(state, error), (probe, state)
+        return bool(state and state["whole"]), progress.barrier_status(state, error), (probe, state, error)
 
     def finish(self, result, done, seen, args):
-        probe, state = seen
-        # The probe's own answer stays in the result for the task that names what is missing
-        # (not as "rc": a non-zero rc would fail this task, which leaves the judgement to that one).
-        result.update(state=state, whole=done, probe_rc=probe.get("rc"), probe_stdout=probe.get("stdout", ""),
-                      probe_stderr=probe.get("stderr", ""))
+        probe, state, error = seen
+        # The probe's own answer is kept under probe_* (as "rc" it would decide the task's outcome itself).
+        result.update(state=state, whole=done, probe_rc=probe.get("rc"), probe_stderr=progress.tail(probe.get("stderr", "")))
+        if done:
+            result.update(probe_stdout=probe.get("stdout", ""))
+        else:
+            # The failure is read by people: the message names every node; Ray's whole node list is left out.
+            result.update(failed=True, msg=progress.barrier_report(
+                progress.expected_nodes(args["plan"]), args["timeout"], state, error, args["unreachable"]))
         return result

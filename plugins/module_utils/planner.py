@@ -751,6 +751,10 @@ def make_plan(settings, nodes):
             "expert_parallel_size": ep_size,
             "additional_config": additional_config,
             "api_port": settings["api_port"],
+            # Cluster-wide values the roles read from here, not from the inventory again.
+            "ray_port": settings["ray_port"] if ray_launcher else None,
+            "ray_address": "%s:%d" % (head["node_ip"], settings["ray_port"]) if ray_launcher else None,
+            "dp_rpc_port": settings["dp_rpc_port"] if settings["launcher"] == "mp" and dp > 1 and multi_node else None,
             "service": service,
             "runtime": container.runtime(settings["runtime"], settings["container_image"],
                                          settings["container_engine"]),

@@ -26,10 +26,10 @@ def barrier_state(probe_stdout, expected):
     """The barrier's view of the probe's JSON (Ray's alive nodes, [{ip, npus}, ...]) against the
     planned nodes ([{name, ip, npus}]).
 
-    Returns nodes_joined, nodes_expected, npus_joined, npus_expected, missing (names, plan order),
-    short (names with fewer NPUs than planned), unexpected (addresses of alive nodes the plan does not
-    hold) and whole: as many alive nodes as planned, every planned node among them, no other, and
-    every NPU there.
+    Returns nodes_joined, nodes_expected, npus_joined, npus_expected, joined (NPUs by name of the
+    planned nodes that joined), missing (names, plan order), short (names with fewer NPUs than
+    planned), unexpected (addresses of alive nodes the plan does not hold) and whole: as many alive
+    nodes as planned, every planned node among them, no other, and every NPU there.
     """
     alive = json.loads(probe_stdout)
     seen = {}
@@ -46,6 +46,7 @@ def barrier_state(probe_stdout, expected):
         "nodes_expected": len(expected),
         "npus_joined": npus_joined,
         "npus_expected": npus_expected,
+        "joined": dict((node["name"], seen[node["ip"]]) for node in expected if node["ip"] in seen),
         "missing": missing,
         "short": short,
         "unexpected": unexpected,
@@ -66,6 +67,28 @@ def barrier_status(state=None, error=None):
     if state["unexpected"]:
         line += "; not in the plan: " + ", ".join(state["unexpected"])
     return line
+
+
+def barrier_report(expected, timeout, state=None, error=None, unreachable=None):
+    """Why the barrier failed, node by node in plan order: the NPUs each joined node brought (against
+    the plan), the nodes that did not join (with why, where the node's own wait for the head said),
+    Ray nodes the plan does not hold, and the probe's error."""
+    unreachable = unreachable or {}
+    joined = (state or {}).get("joined", {})
+    lines = ["The Ray cluster is not whole after %d s: expected %d nodes and %d NPUs."
+             % (timeout, len(expected), sum(node["npus"] for node in expected))]
+    for node in expected:
+        if node["name"] in joined:
+            status = "%d NPUs (planned %d)" % (joined[node["name"]], node["npus"])
+        else:
+            reason = unreachable.get(node["name"])
+            status = "NOT JOINED" + (" (cannot reach the head: %s)" % one_line(reason) if reason else "")
+        lines.append("%s (%s): %s;" % (node["name"], node["ip"], status))
+    if state and state["unexpected"]:
+        lines.append("Ray nodes the plan does not hold: %s (stop Ray there)." % ", ".join(state["unexpected"]))
+    if error:
+        lines.append("probe error: %s" % tail(error))
+    return "\n".join(lines)
 
 
 def timed(label, elapsed, timeout, status):
@@ -106,6 +129,11 @@ def health_answer(result):
 def one_line(text):
     """Text on one line (whitespace runs made one space), cut."""
     return cut(" ".join(str(text).split()))
+
+
+def tail(text, lines=5):
+    """The last lines of a command's error output (a traceback ends in what went wrong)."""
+    return "\n".join((text or "").strip().splitlines()[-lines:])
 
 
 def cut(text):

@@ -242,6 +242,10 @@ cluster:
   returned: success
   type: dict
   contains:
+    engine:
+      description: O(engine).
+      type: str
+      returned: success
     engine_version:
       description: The engine release planned for (O(engine_version) or the engine's default).
       type: str
@@ -258,6 +262,14 @@ cluster:
       description: The engine's serve program (V(vllm) or V(vllm-mindspore)).
       type: str
       returned: success
+    launcher:
+      description: O(launcher) (V(ray) or V(mp)).
+      type: str
+      returned: success
+    model:
+      description: O(model), the positional argument of C(serve).
+      type: str
+      returned: success
     head:
       description: The head's inventory name.
       type: str
@@ -266,6 +278,18 @@ cluster:
       description: Nodes in rank order, head first.
       type: list
       elements: str
+      returned: success
+    tensor_parallel_size:
+      description: O(tensor_parallel_size).
+      type: int
+      returned: success
+    pipeline_parallel_size:
+      description: O(pipeline_parallel_size).
+      type: int
+      returned: success
+    data_parallel_size:
+      description: O(data_parallel_size).
+      type: int
       returned: success
     world_size:
       description: TP x PP, the NPUs one model replica uses.
@@ -294,6 +318,22 @@ cluster:
     served_model_name:
       description: The name requests must use.
       type: str
+      returned: success
+    api_port:
+      description: O(api_port), where the API node's server listens.
+      type: int
+      returned: success
+    ray_port:
+      description: O(ray_port), the Ray head's port; null under the mp launcher.
+      type: int
+      returned: success
+    ray_address:
+      description: The Ray head's C(address:port), where workers and probes connect; null under the mp launcher.
+      type: str
+      returned: success
+    dp_rpc_port:
+      description: O(dp_rpc_port), the head's data-parallel RPC port; null unless the mp launcher runs DP across nodes.
+      type: int
       returned: success
     service:
       description: Who runs Ray and the engine (from O(service_user)).
@@ -371,6 +411,65 @@ nodes:
       service_groups: [HwHiAiUser]
       container: null
   contains:
+    role:
+      description: V(head) or V(worker).
+      type: str
+    node_ip:
+      description: The node's cluster address (its C(node_ip) input).
+      type: str
+    nic:
+      description: The NIC carrying it, null while only the node can tell (the preflight detects it).
+      type: str
+    serve_argv:
+      description: The node's C(serve) command line, null when the node runs none (Ray workers).
+      type: list
+      elements: str
+    serve_command:
+      description: C(serve_argv) as one shell-quoted line, for people; null with it.
+      type: str
+    serves_api:
+      description: Whether this node's server answers the API (the head).
+      type: bool
+    ray_start_argv:
+      description: The node's C(ray start ... --block) command line, null under the mp launcher.
+      type: list
+      elements: str
+    ray_start_command:
+      description: The same as one shell-quoted line; null with it.
+      type: str
+    env:
+      description: The node's environment (the seeds' exports, O(extra_env) merged over them; secrets
+        excluded); a value only the node can tell (its NIC) is null.
+      type: dict
+    unresolved_env:
+      description: The names in C(env) whose value is null, sorted.
+      type: list
+      elements: str
+    visible_devices:
+      description: Logic IDs of the NPUs the node uses (C(ASCEND_RT_VISIBLE_DEVICES)).
+      type: list
+      elements: int
+    physical_devices:
+      description: Their physical IDs (C(/dev/davinciN), C(hccn_tool -i)), in the same order.
+      type: list
+      elements: int
+    npu_family:
+      description: The NPU family the preflight detected (for example V(910B)), null before it ran.
+      type: str
+    devices_from:
+      description: Where C(visible_devices) came from - V(ascend_npu_devices) (the inventory's or the
+        preflight's detected list) or V(ascend_npus_per_node) (assumed 0..N-1).
+      type: str
+    data_parallel_size_local:
+      description: DP ranks on this node.
+      type: int
+    data_parallel_start_rank:
+      description: The node's first DP rank under the mp launcher with DP, else null.
+      type: int
+    service_groups:
+      description: Supplementary groups of the node's units (the NPU device group when the account is confined).
+      type: list
+      elements: str
     container:
       description:
         - In container mode, what the node's engine container gets - C(devices), the physical IDs of its

@@ -28,7 +28,8 @@ attributes:
     description: Reports which files would be written and writes none.
     support: full
   diff_mode:
-    description: Shows each changed file's old and new content.
+    description: Shows each changed node file's old and new content; for the picture (C(layout.svg)) only that
+      it is redrawn and its sizes (its XML says nothing the node files do not).
     support: full
 options:
   path:
@@ -90,6 +91,13 @@ def _current(path):
         return None
 
 
+def _diff(path, before, after):
+    if path.endswith(".svg"):
+        return {"prepared": "%s redrawn from the plan (%s -> %d bytes)\n"
+                % (path, "%d" % len(before) if before is not None else "new", len(after))}
+    return {"before_header": path, "after_header": path, "before": before or "", "after": after}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -110,7 +118,7 @@ def main():
         before = _current(path)
         if before != text:
             written.append(path)
-            diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": text})
+            diffs.append(_diff(path, before, text))
             if not module.check_mode:
                 # Whole files or none: a reader never sees half a plan.
                 tmp = path + ".tmp"

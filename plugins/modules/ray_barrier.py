@@ -21,8 +21,9 @@ description:
     C(node1: Ray cluster, 12 s of 300 s: 1/2 nodes, 4/8 NPUs joined; missing: node2) whenever what it
     sees changes, and every O(progress_every) seconds otherwise. One task; no retry lines.
   - >-
-    Does not fail by itself when the time is up; RV(whole) says whether the cluster is whole, and the
-    probe's last answer is returned for a task that names what is missing.
+    Fails when the time is up, with one line per planned node - the NPUs it brought against the plan, or
+    C(NOT JOINED) and, from O(unreachable), why - then any alive Ray node the plan does not hold and the
+    probe's last error.
 extends_documentation_fragment:
   - ascend.inference.polling
 author:
@@ -42,6 +43,12 @@ options:
       C(node_ip) and C(visible_devices) say who must join with how many NPUs.
     type: dict
     required: true
+  unreachable:
+    description: >-
+      Why a node did not join, by inventory name, where the node's own wait for the head said so (for
+      example C(node2) with C(Timeout when waiting for 192.0.2.11:6379)); shown beside that node in the failure.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -50,6 +57,7 @@ EXAMPLES = r"""
     argv: [/opt/ascend-inference/ray/bin/python, /etc/ascend-inference/ray-cluster-nodes.py, "192.0.2.11:6379"]
     plan: "{{ ascend_plan }}"
     timeout: 300
+    unreachable: {node2: "Timeout when waiting for 192.0.2.11:6379"}
   register: ray_cluster_nodes
   check_mode: false
 """
@@ -61,7 +69,7 @@ whole:
   type: bool
 state:
   description: What the last probe showed (C(nodes_joined), C(nodes_expected), C(npus_joined), C(npus_expected),
-    C(missing), C(short), C(unexpected), C(whole)); null when the probe failed.
+    C(joined) (NPUs by node name), C(missing), C(short), C(unexpected), C(whole)); null when the probe failed.
   returned: always
   type: dict
 probe_rc:
@@ -70,10 +78,10 @@ probe_rc:
   type: int
 probe_stdout:
   description: The last probe's output (its JSON).
-  returned: always
+  returned: when the cluster is whole
   type: str
 probe_stderr:
-  description: The last probe's error output.
+  description: The last probe's error output, its last 5 lines.
   returned: always
   type: str
 attempts:

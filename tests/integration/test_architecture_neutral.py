@@ -13,7 +13,6 @@ from conftest import REPO
 LITERAL = re.compile("|".join(["x86" + "_64", "aarch" + "64", "amd" + "64", "arm" + "64"]))
 
 DOCUMENTED = {
-    "CHANGELOG.md": "history: says which literal was removed",
     "plugins/module_utils/vllm_options_0_9_1.py": "the wheel the table was read from (its file name and sha256)",
     "plugins/module_utils/vllm_options_0_11_0.py": "the wheel the table was read from",
     "plugins/module_utils/vllm_options_0_23_0.py": "the wheel the table was read from",

@@ -5,6 +5,7 @@ import os
 import shlex
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import pytest
 
@@ -81,3 +82,23 @@ def test_ratios_and_targets_from_medians():
     assert "| plan for 256 nodes within 10 s | 5.00 | yes |" in table
     assert "| deploy within 1.3x of the baseline on 4 nodes | not measured | - |" in table
     assert "| 8 nodes within 1.25x of 2 nodes | 1.91 | no |" in table
+
+
+def test_the_chart_plots_each_series_median_against_the_node_count():
+    samples = {"baseline": {"2": [10.0, 12.0, 11.0], "8": [20.0, 22.0, 21.0]},
+               "deploy": {"2": [30.0, 33.0, 36.0], "8": [60.0, 66.0, 63.0]},
+               "noop": {"2": [6.0, 6.0, 6.0]}}
+    svg = report.chart_svg(samples)
+    root = ElementTree.fromstring(svg)
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    lines = root.findall("svg:polyline", ns)
+    assert len(lines) == 3
+    labels = [text.text for text in root.findall("svg:text", ns)]
+    # Each point is labelled with its median; x ticks are the node counts, the legend names the series.
+    for value in ("33.0", "63.0", "11.0", "21.0", "6.0"):
+        assert value in labels, labels
+    assert {"2", "8", "nodes (one step each, not to scale)", "deploy.yml", "by hand (baseline)"} <= set(labels)
+    # Higher medians are drawn higher up: the 8-node deploy above the 2-node one, both above the baseline.
+    deploy, _noop, baseline = [[tuple(map(float, p.split(","))) for p in line.get("points").split()] for line in lines]
+    assert deploy[1][1] < deploy[0][1] and deploy[0][1] < baseline[0][1]
+    assert deploy[0][0] < deploy[1][0]

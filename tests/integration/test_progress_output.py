@@ -55,9 +55,9 @@ def script(tmp_path, name, text):
     return [sys.executable, str(path), str(tmp_path / (name + ".state"))]
 
 
-def barrier_task(argv, timeout):
-    return [{"ascend.inference.ray_barrier": {"argv": argv, "plan": PLAN, "timeout": timeout, "interval": 1},
-             "register": "barrier"},
+def barrier_task(argv, timeout, **extra):
+    return [{"ascend.inference.ray_barrier": dict(argv=argv, plan=PLAN, timeout=timeout, interval=1, **extra),
+             "register": "barrier", "ignore_errors": True},
             {"ansible.builtin.debug": {"msg": "WHOLE={{ barrier.whole }} "
                                               "MISSING={{ (barrier.state or {}).missing | default('-') }} "
                                               "RC={{ barrier.probe_rc }}"}}]
@@ -75,9 +75,15 @@ def test_the_barrier_says_who_is_missing_until_the_cluster_is_whole(ansible_env,
 
 def test_the_barrier_gives_up_after_its_timeout_and_says_what_it_saw(ansible_env, tmp_path):
     start = time.monotonic()
-    code, out = playbook(tmp_path, ansible_env, barrier_task(script(tmp_path, "probe.py", PROBE) + ["1000"], 3))
+    code, out = playbook(tmp_path, ansible_env, barrier_task(script(tmp_path, "probe.py", PROBE) + ["1000"], 3,
+                                                             unreachable={"node2": "Timeout when waiting for x"}))
     assert code == 0 and 3 <= time.monotonic() - start < 60, out
     assert "WHOLE=False MISSING=['node2']" in out, out
+    # It fails, naming every node: what the joined one brought, why the other did not join.
+    assert "fatal: [localhost]: FAILED!" in out, out
+    assert "The Ray cluster is not whole after 3 s: expected 2 nodes and 8 NPUs." in out, out
+    assert "node1 (192.0.2.11): 4 NPUs (planned 4);" in out
+    assert "node2 (192.0.2.12): NOT JOINED (cannot reach the head: Timeout when waiting for x);" in out
 
 
 def test_the_barrier_shows_a_probe_that_fails(ansible_env, tmp_path):
@@ -87,6 +93,7 @@ def test_the_barrier_shows_a_probe_that_fails(ansible_env, tmp_path):
     assert re.search(r"localhost: Ray cluster, \d+ s of 2 s: no answer from the head yet "
                      r"\(no Ray head answers at 192\.0\.2\.11:6379\)", out), out
     assert "WHOLE=False MISSING=- RC=1" in out, out
+    assert "probe error: no Ray head answers at 192.0.2.11:6379" in out, out
 
 
 @pytest.fixture

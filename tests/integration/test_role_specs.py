@@ -5,6 +5,9 @@ another variable must fall back to the spec's value."""
 import glob
 import os
 import re
+import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -54,3 +57,51 @@ def test_the_check_sees_a_disagreement():
     assert FALLBACK.match("{{ serve_python_env | default('/opt/ascend-inference/venv') }}").group(2) == \
         "/opt/ascend-inference/venv"
     assert not FALLBACK.match("{{ a ~ b }}")
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_entry_points_mean_what_main_means(role):
+    """An option another entry point shares with main has main's type and default (the README lists it once)."""
+    specs = load(role, "meta", "argument_specs.yml")["argument_specs"]
+    main = specs["main"].get("options") or {}
+    problems = ["%s %s: %s %r, main %r" % (entry, name, key, option.get(key), main[name].get(key))
+                for entry, spec in specs.items() if entry != "main"
+                for name, option in (spec.get("options") or {}).items() if name in main
+                for key in ("type", "default", "elements", "choices") if option.get(key) != main[name].get(key)]
+    assert not problems, "\n".join(problems)
+
+
+def role_docs(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "role_docs.py")] + list(args),
+                          capture_output=True, text=True, check=False)
+
+
+def test_readme_variable_tables_are_rendered_from_the_specs():
+    proc = role_docs("--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def copy_with_serve_spec(tmp_path, old, new):
+    """The README and every role's specs in tmp_path, with one edit in the serve role's spec."""
+    shutil.copy(os.path.join(REPO, "README.md"), tmp_path)
+    for role in ROLES:
+        shutil.copytree(os.path.join(REPO, "roles", role, "meta"), tmp_path / "roles" / role / "meta")
+    spec = tmp_path / "roles" / "serve" / "meta" / "argument_specs.yml"
+    spec.write_text(spec.read_text().replace(old, new, 1))
+
+
+def test_a_spec_change_not_rendered_into_the_readme_is_caught(tmp_path):
+    copy_with_serve_spec(tmp_path, "default: 1800", "default: 2400")
+    proc = role_docs("--check", "--repo", str(tmp_path))
+    assert proc.returncode == 1
+    assert "+| `serve_ready_timeout` | int | `2400` |" in proc.stdout, proc.stdout
+    assert "run make docs" in proc.stderr
+    # Without --check it rewrites the README, after which the check passes.
+    assert role_docs("--repo", str(tmp_path)).returncode == 0
+    assert role_docs("--check", "--repo", str(tmp_path)).returncode == 0
+
+
+def test_markup_the_renderer_does_not_know_stops_it(tmp_path):
+    copy_with_serve_spec(tmp_path, "description: Seconds systemd waits", "description: C(O(serve_restart_sec)) Seconds")
+    proc = role_docs("--check", "--repo", str(tmp_path))
+    assert proc.returncode != 0 and "cannot render this markup" in proc.stderr, proc.stderr

@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 import tempfile
 import time
 
@@ -18,6 +19,13 @@ def with_host_vars(host_vars):
     json.dump({"ascend_cluster": {"hosts": host_vars}}, handle)
     handle.close()
     return handle.name
+
+
+def scenario_extra_env():
+    """The scenario's ascend_extra_env (with its Ray timing settings), as the inventory gives it."""
+    proc = subprocess.run(["ansible-inventory", "-i", os.environ["MOLECULE_INVENTORY_FILE"], "--host", HEAD],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)["ascend_extra_env"]
 
 
 def show(name, prop):
@@ -64,8 +72,8 @@ def test_a_node_with_another_ray_is_refused_before_anything_changes():
 def test_a_node_environment_change_restarts_ray_everywhere():
     probe = "run-%d" % time.time()  # a value no earlier run wrote
     before = services()
-    code, out = playbook("prepare.yml", "--tags", "node_env", "-e",
-                         json.dumps({"ascend_extra_env": {"VLLM_LOGGING_LEVEL": "INFO", "ASCEND_PROBE": probe}}))
+    extra_env = dict(scenario_extra_env(), ASCEND_PROBE=probe)
+    code, out = playbook("prepare.yml", "--tags", "node_env", "-e", json.dumps({"ascend_extra_env": extra_env}))
     assert code == 0, out[-3000:]
     after = services()
     for name in HOSTS:

@@ -60,6 +60,24 @@ def test_no_answer_yet():
     assert line == "Ray cluster, 3 s of 300 s: no answer from the head yet (no Ray head answers at x)"
 
 
+def test_the_failure_names_every_node_in_plan_order():
+    state = progress.barrier_state(probe(("192.0.2.11", 3), ("192.0.2.99", 0)), EXPECTED)
+    report = progress.barrier_report(EXPECTED, 20, state,
+                                     unreachable={"node2": "Timeout when waiting for\n192.0.2.11:6379"})
+    assert report.splitlines() == [
+        "The Ray cluster is not whole after 20 s: expected 2 nodes and 8 NPUs.",
+        "node1 (192.0.2.11): 3 NPUs (planned 4);",
+        "node2 (192.0.2.12): NOT JOINED (cannot reach the head: Timeout when waiting for 192.0.2.11:6379);",
+        "Ray nodes the plan does not hold: 192.0.2.99 (stop Ray there).",
+    ]
+
+
+def test_the_failure_when_the_head_never_answered():
+    report = progress.barrier_report(EXPECTED, 300, None, "ConnectionError: no Ray head at 192.0.2.11:6379\n")
+    assert report.splitlines()[1:] == ["node1 (192.0.2.11): NOT JOINED;", "node2 (192.0.2.12): NOT JOINED;",
+                                       "probe error: ConnectionError: no Ray head at 192.0.2.11:6379"]
+
+
 def test_unreadable_probe_output_raises_for_the_caller():
     with pytest.raises(ValueError):
         progress.barrier_state("Traceback ...", EXPECTED)

@@ -8,7 +8,9 @@ __metaclass__ = type
 import json
 
 import pytest
+import yaml
 
+from ansible_collections.ascend.inference.plugins.modules import parallel_plan
 from ansible_collections.ascend.inference.plugins.modules.parallel_plan import main
 
 
@@ -98,3 +100,22 @@ def test_warnings_are_returned(module_run):
                     "nodes": [{"name": "h", "head": True, "node_ip": "192.0.2.1"}]})
     assert result.value.args[0]["plan_warnings"] == [
         "NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: h"]
+
+
+@pytest.mark.parametrize("args", [
+    {"engine": "vllm-mindspore", "model": "/m", "data_parallel_size": 4, "nodes": NODES},
+    {"engine": "vllm-ascend", "model": "/m", "data_parallel_size": 2, "launcher": "mp", "runtime": "container",
+     "container_image": "quay.io/ascend/vllm-ascend:v0.23.0", "nodes": NODES},
+])
+def test_every_key_of_the_result_is_documented(module_run, args):
+    """RETURN is what the roles read: every cluster and node key the planner gives must be in it."""
+    returned = yaml.safe_load(parallel_plan.RETURN)
+    with pytest.raises(Exit) as result:
+        module_run(args)
+    out = result.value.args[0]
+    node_keys = set(key for node in out["nodes"].values() for key in node)
+    assert sorted(set(out["cluster"]) - set(returned["cluster"]["contains"])) == []
+    assert sorted(node_keys - set(returned["nodes"]["contains"])) == []
+    # And nothing documented that the planner no longer gives.
+    assert sorted(set(returned["cluster"]["contains"]) - set(out["cluster"])) == []
+    assert sorted(set(returned["nodes"]["contains"]) - node_keys) == []

@@ -10,6 +10,7 @@ import os
 import stat
 
 from ansible_collections.ascend.inference.plugins.modules.plan_files import main
+from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
 
 CLUSTER = {"head": "h", "node_order": ["h", "w"], "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
            "data_parallel_size": 2, "model": "m", "engine": "vllm-ascend", "launcher": "mp"}
@@ -40,6 +41,9 @@ def test_check_mode_reports_and_writes_nothing(run_module, tmp_path):
     done = run_module(main, {"path": str(target), "plan": PLAN, "_ansible_check_mode": True, "_ansible_diff": True})
     assert done.result["changed"] and len(done.result["written"]) == 3
     assert done.result["diff"][0]["before"] == "" and '"role": "head"' in done.result["diff"][0]["after"]
+    # The picture is named, not printed as XML.
+    assert done.result["diff"][1] == {"prepared": "%s redrawn from the plan (new -> %d bytes)\n"
+                                      % (target / "layout.svg", len(node_documents(PLAN)["layout.svg"]))}
     assert not target.exists()
 
 
