@@ -11,6 +11,7 @@ import glob
 import os
 import tarfile
 
+from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
 
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
@@ -50,3 +51,23 @@ def image_archive(path):
             return container.archive_image(member.read().decode("utf-8"))
     except (IOError, OSError, KeyError, tarfile.TarError) as exc:
         raise ValueError(str(exc))
+
+
+def cann_toolkit(home, wanted="auto"):
+    """The CANN toolkit the node uses under ``home`` (cann.choose), with its set_env.sh: (toolkit, notes, problems)."""
+    found = {}
+    for layout in cann.LAYOUTS:
+        for pattern in cann.INSTALL_INFO[layout]:
+            for path in sorted(glob.glob(os.path.join(home, pattern))):
+                toolkit = cann.toolkit(read(path), path, layout, home, os.path.realpath(path))
+                if toolkit and toolkit["real_path"] not in [t["real_path"] for t in found.get(layout, [])]:
+                    found.setdefault(layout, []).append(toolkit)
+    chosen, notes, problems = cann.choose(found, wanted)
+    if chosen:
+        candidates = cann.set_env_candidates(chosen, home)
+        existing = [path for path in candidates if os.path.isfile(path)]
+        chosen["set_env"] = existing[0] if existing else None
+        if not existing:
+            problems.append("CANN %s (%s layout) has no set_env.sh (looked for %s)"
+                            % (chosen["version"], chosen["layout"], ", ".join(candidates)))
+    return chosen, notes, problems

@@ -223,7 +223,6 @@ service:
   sample: {user: ascend-inference, device_group: HwHiAiUser, problems: []}
 """
 
-import glob
 import grp
 import json
 import os
@@ -239,25 +238,6 @@ from ansible_collections.ascend.inference.plugins.module_utils.node_io import ru
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
 from ansible_collections.ascend.inference.plugins.module_utils import npu
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
-
-
-def _cann(home, wanted):
-    found = {}
-    for layout in cann.LAYOUTS:
-        for pattern in cann.INSTALL_INFO[layout]:
-            for path in sorted(glob.glob(os.path.join(home, pattern))):
-                toolkit = cann.toolkit(_read(path), path, layout, home, os.path.realpath(path))
-                if toolkit and toolkit["real_path"] not in [t["real_path"] for t in found.get(layout, [])]:
-                    found.setdefault(layout, []).append(toolkit)
-    chosen, notes, problems = cann.choose(found, wanted)
-    if chosen:
-        candidates = cann.set_env_candidates(chosen, home)
-        existing = [path for path in candidates if os.path.isfile(path)]
-        chosen["set_env"] = existing[0] if existing else None
-        if not existing:
-            problems.append("CANN %s (%s layout) has no set_env.sh (looked for %s)"
-                            % (chosen["version"], chosen["layout"], ", ".join(candidates)))
-    return chosen, notes, problems
 
 
 def _npu(module, devices):
@@ -466,7 +446,7 @@ def main():
                                               containers)
     devices = node_io.davinci_devices()[1]
     npu_smi, chips = _npu(module, devices)
-    toolkit, notes, problems = _cann(module.params["ascend_home"], module.params["cann_layout"])
+    toolkit, notes, problems = node_io.cann_toolkit(module.params["ascend_home"], module.params["cann_layout"])
     model = module.params["model"]
     engine = _engine(module, module.params["engine"]) if module.params["engine"] else None
     home = module.params["ascend_home"]

@@ -9,8 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${ASCEND_SIM_CACHE:-$repo/.cache/sim}
 mirror=${ASCEND_SIM_MIRROR:-http://deb.debian.org/debian}
-# nnrt packages (pyACL) for both CANN layouts the profiles simulate.
+# nnrt packages (pyACL) and CANN toolkit, kernels and nnal packages for both CANN layouts the profiles simulate.
 cann_versions=${ASCEND_SIM_CANN_VERSIONS:-8.0.RC1 8.5.0}
+samples="$repo/tests/unit/plugins/module_utils/hardware_samples"
 ray_requirement=${ASCEND_SIM_RAY:-ray[default]==2.52.1}
 arch=$(uname -m)
 packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server
@@ -39,8 +40,9 @@ echo "$base" > "$cache/base-image"
 # The serve doubles parse exactly the options of the real `vllm serve --help=all`
 # stored in tests/vllm_help (with its reader), not the collection's own table.
 vllm_help="$repo/tests/vllm_help"
-inputs=$( (cd "$here" && find doubles image nnrt build-image.sh -type f -print0 | sort -z \
+inputs=$( (cd "$here" && find doubles image nnrt cann makeself-header.sh build-image.sh -type f -print0 | sort -z \
   | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt;
+  cd "$samples" && sha256sum driver-version.info__* ascend_toolkit_install.info__*;
   echo "$base $cann_versions $ray_requirement $arch") \
   | sha256sum | cut -c1-12)
 image="localhost/ascend-sim-node:$inputs"
@@ -50,11 +52,27 @@ if ! podman image exists "$image"; then
   cp -r "$here/doubles" "$here/image" "$context/"
   mkdir "$context/doubles/vllm_help"
   cp "$vllm_help"/reader.py "$vllm_help"/vllm-*-serve-help.txt "$context/doubles/vllm_help/"
-  for version in $cann_versions; do
-    "$here/nnrt/build-nnrt.sh" "$version" "$arch" "$context/packages" >/dev/null
-  done
   # The pyACL double dlopens this stand-in for CANN's libascendcl.so (built for this machine's architecture).
   gcc -shared -fPIC -o "$context/doubles/libascendcl.so" "$here/doubles/libascendcl.c"
+  # The simulated drivers' version.info files are the captures.
+  mkdir "$context/doubles/drivers"
+  cp "$samples"/driver-version.info__* "$context/doubles/drivers/"
+  for version in $cann_versions; do
+    "$here/nnrt/build-nnrt.sh" "$version" "$arch" "$context/packages" >/dev/null
+    # innerversion and compatible_version: the 8.0.RC3 capture's lines for the old layout (a range), the 8.5.0
+    # capture's for the new one.
+    case "$version" in
+      8.5.*) sample=ascend_toolkit_install.info__cann-8.5.0_new-cann-layout_aarch64__1.txt ;;
+      *) sample=ascend_toolkit_install.info__cann-8.0.RC3__1.txt ;;
+    esac
+    "$here/cann/build-cann.sh" "$version" "$arch" "$context/packages" \
+      "$(grep -oP '^innerversion=\K.*' "$samples/$sample")" "$(grep -oP '^compatible_version=\K.*' "$samples/$sample")" \
+      "$context/doubles/libascendcl.so" >/dev/null
+  done
+  # Constructed for the driver check: a newer toolkit (9.0.1, its innerversion made up) that lists only
+  # V100R001C18, the release of the 24.1.rc2.2 driver capture, so a 23.0.7 driver (C15) is refused.
+  "$here/cann/build-cann.sh" 9.0.1 "$arch" "$context/packages" V100R001C26SPC001B001 "[V100R001C18]" \
+    "$context/doubles/libascendcl.so" >/dev/null
   wheelhouse="$cache/wheelhouse-$(printf '%s' "$ray_requirement" | sha256sum | cut -c1-12)"
   if [ ! -f "$wheelhouse/.complete" ]; then
     log "downloading $ray_requirement into $wheelhouse"

@@ -123,6 +123,18 @@ def test_the_cann_layout_replaces_the_toolkit_layout(node):
     assert not (ascend / "cann").exists() and not (ascend / "cann-8.5.0").exists()
 
 
+def test_no_cann_removes_the_doubles_trees_and_keeps_what_packages_installed(node):
+    ascend = node.root / "usr/local/Ascend"
+    node.write(cann_layout="ascend-toolkit", cann_version="8.0.RC1")
+    node.write(cann_layout="none")
+    assert not (ascend / "ascend-toolkit").exists()
+    # A tree as the CANN packages install it (no marker): a later apply leaves it and its link.
+    (ascend / "cann-8.5.0").mkdir()
+    os.symlink("cann-8.5.0", str(ascend / "cann"))
+    node.write(cann_layout="none", driver_version="23.0.7")
+    assert os.readlink(str(ascend / "cann")) == "cann-8.5.0" and (ascend / "cann-8.5.0").is_dir()
+
+
 def test_profiles_devices_missing_files_and_containers(node):
     node.write(profile="A3")
     assert node.devices() == list(range(16))

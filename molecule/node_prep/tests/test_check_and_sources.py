@@ -1,5 +1,5 @@
-"""check.yml changes nothing and can skip one node's NPU network check (with a warning); pyACL
-from the controller and from a URL with a checksum."""
+"""check.yml changes nothing and can skip one node's NPU network check (with a warning); pyACL and
+the CANN packages from the controller and from a URL with a checksum."""
 
 import hashlib
 import json
@@ -55,28 +55,39 @@ def test_check_changes_nothing_and_skips_one_nodes_npu_network_with_a_warning():
     assert newer == {name: "" for name in HOSTS}
 
 
-def test_pyacl_from_the_controller_and_from_a_url_with_a_checksum(tmp_path):
+def test_pyacl_and_cann_from_the_controller_and_from_a_url_with_a_checksum(tmp_path):
     head = node("prep-head")
     arch = head.check_output("uname -m")
-    package = "Ascend-cann-nnrt_8.5.0_linux-%s.run" % arch
-    local = tmp_path / package
-    subprocess.run(["podman", "cp", "prep-head:%s/%s" % (PACKAGES, package), str(local)], check=True)
-    digest = hashlib.sha256(local.read_bytes()).hexdigest()
+    package, toolkit = "Ascend-cann-nnrt_8.5.0_linux-%s.run" % arch, "Ascend-cann-toolkit_8.5.0_linux-%s.run" % arch
+    local, local_toolkit = tmp_path / package, tmp_path / toolkit
+    digests = {}
+    for name, path in ((package, local), (toolkit, local_toolkit)):
+        subprocess.run(["podman", "cp", "prep-head:%s/%s" % (PACKAGES, name), str(path)], check=True)
+        digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     head_ip = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", head.check_output("ip -4 -o addr show scope global")).group(1)
     head.check_output("systemd-run --unit=packages python3 -m http.server 8088 -d %s" % PACKAGES)
-    # A fresh install path and work directory, so that both sources really install.
-    where = {"pyacl_package_remote": "", "pyacl_install_path": "/tmp/pyacl-src", "pyacl_work_dir": "/tmp/pyacl-work"}
+    # A fresh install path and work directories, so that both sources really install (pyACL) or are fetched
+    # (CANN 8.5.0 is installed already: nothing more happens).
+    where = {"pyacl_package_remote": "", "pyacl_install_path": "/tmp/pyacl-src", "pyacl_work_dir": "/tmp/pyacl-work",
+             "cann_work_dir": "/tmp/cann-work"}
     try:
         code, out = run("prepare.yml", {
-            "prep-head": dict(where, pyacl_package=str(local)),
+            "prep-head": dict(where, pyacl_package=str(local), cann_packages=[{"src": str(local_toolkit)}]),
             "prep-worker1": dict(where, pyacl_package_url="http://%s:8088/%s" % (head_ip, package),
-                                 pyacl_package_checksum="sha256:" + digest),
-        }, "--tags", "pyacl", "--limit", "prep-head,prep-worker1")
+                                 pyacl_package_checksum="sha256:" + digests[package],
+                                 cann_packages=[{"url": "http://%s:8088/%s" % (head_ip, toolkit),
+                                                 "checksum": "sha256:" + digests[toolkit]}]),
+        }, "--tags", "cann,pyacl", "--limit", "prep-head,prep-worker1")
     finally:
         head.run("systemctl stop packages.service")
     assert code == 0, out[-3000:]
-    copied = out.split("TASK [ascend.inference.pyacl : Copy the package from the controller]")[1].split("TASK [")[0]
-    fetched = out.split("TASK [ascend.inference.pyacl : Download the package]")[1].split("TASK [")[0]
-    assert "changed: [prep-head]" in copied and "changed: [prep-worker1]" in fetched, out[-3000:]
+    for role, copy, download in (("pyacl", "Copy the package from the controller", "Download the package"),
+                                 ("cann", "Copy the packages from the controller", "Download the packages")):
+        copied = out.split("TASK [ascend.inference.%s : %s]" % (role, copy))[1].split("TASK [")[0]
+        fetched = out.split("TASK [ascend.inference.%s : %s]" % (role, download))[1].split("TASK [")[0]
+        assert "changed: [prep-head]" in copied and "changed: [prep-worker1]" in fetched, out[-3000:]
     for name in ("prep-head", "prep-worker1"):
         assert node(name).file("/tmp/pyacl-src/CANN-8.5.0/python/site-packages/acl").exists, name
+        assert node(name).file("/tmp/cann-work/" + toolkit).mode == 0o600, name
+    installs = out.split("TASK [ascend.inference.cann : Install the packages]")[1].split("TASK [")[0]
+    assert "changed:" not in installs, installs

@@ -31,12 +31,14 @@ def fingerprint():
     return {name: hashlib.sha256(node(name).check_output(probe).encode()).hexdigest() for name in HOSTS}
 
 
-def prepare(*extra):
+def prepare(*extra, cann=False):
+    """prepare.yml; the checks' failures are this file's subject, so the cann role (installed already, tested in
+    test_cann.py) is skipped unless ``cann``."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     overrides = {"ascend_extra_env": {"VLLM_LOGGING_LEVEL": "INFO", "ASCEND_PROBE": "would-change"}}
     proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", "prepare.yml"), "-i", INVENTORY,
-                           "-e", json.dumps(overrides)] + list(extra),
+                           "-e", json.dumps(overrides)] + ([] if cann else ["--skip-tags", "cann"]) + list(extra),
                           capture_output=True, text=True, timeout=600, check=False, env=env)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -85,15 +87,24 @@ def test_wrong_nic_and_a_failing_npu_smi(unchanged):
 
 
 def test_cann_version_mismatch(unchanged):
-    # An older CANN comes in the older layout: the versions are compared whatever the layout.
+    # An older CANN comes in the older layout: the versions are compared whatever the layout. The sim
+    # replaces the node's CANN trees, so they are kept aside and put back.
+    worker = node("prep-worker2")
+    worker.check_output("tar -C /usr/local/Ascend -cf /tmp/ascend-cann.tar cann cann-8.5.0")
     restore = hardware("prep-worker2", cann_version="8.0.RC2", cann_layout="ascend-toolkit")
     try:
         code, out = prepare()
+        cann_code, cann_out = prepare(cann=True)
     finally:
         restore()
+        worker.check_output("rm -rf /usr/local/Ascend/ascend-toolkit && tar -C /usr/local/Ascend -xf /tmp/ascend-cann.tar")
     assert code != 0
     assert ("CANN versions differ; every node must run the same: prep-head 8.5.0, prep-worker1 8.5.0, "
             "prep-worker2 8.0.RC2") in out
+    # With cann_packages, the cann role stops first: it changes versions on request only.
+    assert cann_code != 0
+    assert ("prep-worker2: CANN 8.5.0 is not installed: CANN 8.0.RC2 is installed and in use, the packages are "
+            "8.5.0; set cann_allow_version_change: true to change the version") in cann_out, cann_out[-3000:]
 
 
 def test_a_chip_without_its_device_file_and_a_model_that_differs(unchanged):

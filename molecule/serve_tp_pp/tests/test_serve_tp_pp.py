@@ -126,3 +126,15 @@ def test_a_new_tp_restarts_only_the_head_serve():
     # World size 16 fits the head's 16 dies: no Ray executor any more.
     assert found["--tensor-parallel-size"] == "8" and "--distributed-executor-backend" not in found
     assert completion(node(WORKER), address_of(node(HEAD)), NAME)
+
+
+def test_cann_80_from_the_packages_in_the_ascend_toolkit_layout():
+    arch = node(HEAD).check_output("uname -m")
+    for name in (HEAD, WORKER):
+        host = node(name)
+        assert host.check_output("readlink /usr/local/Ascend/ascend-toolkit/latest") == "8.0.RC1"
+        info = host.file("/usr/local/Ascend/ascend-toolkit/8.0.RC1/%s-linux/ascend_toolkit_install.info" % arch)
+        assert "version=8.0.RC1\n" in info.content_string
+        # nnal, installed with the toolkit's set_env.sh sourced (its installer refuses otherwise).
+        assert "Ascend-cann-atb : 8.0.RC1" in host.file("/usr/local/Ascend/nnal/atb/latest/version.info").content_string
+        assert not host.file("/usr/local/Ascend/cann").exists

@@ -11,9 +11,11 @@ The node's hardware is described by one JSON file the tests may change,
       "missing_devices": [3],         # physical IDs whose /dev/davinciN is absent although npu-smi lists the chip
       "phyid_remap": true,            # npu-smi answers `info -t phyid-remap -p N`
       "driver_form": "new",           # hccn_tool prints `netdetect addr:` (new) or `netdetect address:` (old)
-      "driver_version": "24.1.rc2.2",
+      "driver_version": "24.1.rc2.2",  # driver/version.info is the capture of that version where one exists
       "cann_version": "8.0.RC1",
-      "cann_layout": "ascend-toolkit",  # or "cann": /usr/local/Ascend/cann-<version> (CANN 8.5 and later)
+      "cann_layout": "ascend-toolkit",  # or "cann": /usr/local/Ascend/cann-<version> (CANN 8.5 and later);
+                                        # "none": none of the double's (the trees it wrote are removed,
+                                        # what the CANN packages installed stays)
       "soc_name": "Ascend910B1",      # what pyACL reports; npu-smi's names follow from it
       "tls": {"3": 1},                # TLS switch per physical ID (default 0)
       "hccn_conf": false,             # no /etc/hccn.conf (default: written from the NPU IPs)
@@ -88,6 +90,9 @@ STATE = "/etc/ascend-sim/node.json"
 IN_CONTAINER = "ASCEND_SIM_IN_CONTAINER"
 BUNDLE = "/etc/ascend-sim/bundle.json"
 ASCEND = "/usr/local/Ascend"
+# Marks a CANN tree this double wrote, which "cann_layout": "none" removes (a tree the CANN packages
+# installed has none and stays).
+SIM_TREE = ".ascend-sim-tree"
 
 
 def load_state():
@@ -344,6 +349,19 @@ def _install_info(version, home):
             % (version, version.replace(".", "")[:4], ARCH, home, ARCH))
 
 
+def driver_version_info(version):
+    """driver/version.info: the capture of that driver version (hardware-samples/driver-version.info__*),
+    else the 24.1.rc2.2 capture's lines with the version replaced."""
+    capture = os.path.join(HERE, "drivers", "driver-version.info__%s__1.txt" % version)
+    if os.path.exists(capture):
+        with open(capture) as handle:
+            return handle.read()
+    return ("Version=%s\nascendhal_version=7.35.23\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\n"
+            "prof_version=2.0\ndvppkernels_version=1.1\ntsfw_version=1.0\nInnerversion=V100R001C18SPC001B233\n"
+            "compatible_version=[V100R001C30],[V100R001C13],[V100R001C15],[V100R001C17],[V100R001C18]\n"
+            "compatible_version_fw=[7.0.0,7.2.99]\npackage_version=%s\n" % (version, version))
+
+
 def set_env_script(layout, version):
     """The layout's set_env.sh: ascend-toolkit from its capture; cann reconstructed (no capture)."""
     with open(os.path.join(HERE, "set_env.%s.sh" % layout)) as handle:
@@ -351,13 +369,17 @@ def set_env_script(layout, version):
 
 
 def apply_cann(state):
-    """Install the toolkit files of one layout and remove the other's."""
+    """Install the toolkit files of one layout and remove the other's ("none": touch nothing)."""
     version, layout = state["cann_version"], state["cann_layout"]
-    for stale in glob.glob(path(ASCEND, "cann-*")) + [path(ASCEND, "cann"), path(ASCEND, "ascend-toolkit")]:
+    for stale in glob.glob(path(ASCEND, "cann-*")) + [path(ASCEND, "ascend-toolkit"), path(ASCEND, "cann")]:
         if os.path.islink(stale):
-            os.remove(stale)
-        elif os.path.isdir(stale):
+            # "none" keeps a link into a tree the CANN packages installed.
+            if layout != "none" or not os.path.exists(stale):
+                os.remove(stale)
+        elif os.path.isdir(stale) and (layout != "none" or os.path.exists(os.path.join(stale, SIM_TREE))):
             shutil.rmtree(stale)
+    if layout == "none":
+        return
     if layout == "cann":
         # /usr/local/Ascend/cann -> cann-<version>, with set_env.sh in the versioned tree.
         home = script_dir = "%s/cann-%s" % (ASCEND, version)
@@ -366,6 +388,7 @@ def apply_cann(state):
         script_dir = "%s/ascend-toolkit" % ASCEND
         home = "%s/%s" % (script_dir, version)
         link("%s/latest" % script_dir, version)
+    write("%s/%s" % (home if layout == "cann" else script_dir, SIM_TREE), "")
     write("%s/%s-linux/ascend_toolkit_install.info" % (home, ARCH), _install_info(version, home))
     write("%s/version.cfg" % home, "runtime_running_version=[%s]\n" % version)
     link("%s/lib64" % home, "%s-linux/lib64" % ARCH)
@@ -438,13 +461,7 @@ def apply(state):
     # directories, no content is simulated.
     for directory in ("/usr/local/dcmi", "%s/driver/lib64" % ASCEND):
         os.makedirs(path(directory), exist_ok=True)
-    # driver-version.info__24.1.rc2.2__1.txt
-    write("%s/driver/version.info" % ASCEND,
-          "Version=%s\nascendhal_version=7.35.23\naicpu_version=1.0\ntdt_version=1.0\nlog_version=1.0\n"
-          "prof_version=2.0\ndvppkernels_version=1.1\ntsfw_version=1.0\nInnerversion=V100R001C18SPC001B233\n"
-          "compatible_version=[V100R001C30],[V100R001C13],[V100R001C15],[V100R001C17],[V100R001C18]\n"
-          "compatible_version_fw=[7.0.0,7.2.99]\npackage_version=%s\n"
-          % (state["driver_version"], state["driver_version"]))
+    write("%s/driver/version.info" % ASCEND, driver_version_info(state["driver_version"]))
     write("/etc/ascend_install.info", "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\nDriver_Install_Type=full\n"
           "Driver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=yes\n")
     ip = node_ip(state)

@@ -12,23 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# CANN's headers accept --extract=DIR and pass their own flags (--full,
-# --install-path=...) to the installer; makeself's stock header refuses both.
 header="$work/header.sh"
-awk '
-  /^    --\)$/ && !done {
-    print "    --extract=*)"
-    print "\tkeep=y"
-    print "\ttargetdir=\"\\${1#--extract=}\""
-    print "\tshift"
-    print "\t;;"
-    done = 1
-  }
-  /echo Unrecognized flag/ { print "\tbreak ;;"; skip = 3; next }
-  skip > 0 { skip--; next }
-  { print }
-' /usr/share/makeself/makeself-header.sh > "$header"
-grep -q -- '--extract=\*)' "$header" || { echo "build-nnrt: could not patch the makeself header" >&2; exit 1; }
+"$here/../makeself-header.sh" "$header"
 
 pyacl="$work/pyacl"
 mkdir -p "$pyacl/acl"
