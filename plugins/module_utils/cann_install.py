@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which CANN packages a node needs, and whether its NPU driver may run them (pure logic).
 
-Package names and installer flags are Huawei's published ones: ``Ascend-cann-toolkit_<ver>_linux-<arch>.run --full``,
-``Ascend-cann-kernels-<chip>_<ver>_linux[-<arch>].run --install`` (before CANN 8.1 the kernels package had no
-architecture in its name), ``Ascend-cann-nnal_<ver>_linux-<arch>.run --install``.
+Package names and installer flags are Huawei's published ones: ``Ascend-cann-toolkit_<ver>_linux-<arch>.run --full``;
+the operators of an NPU family, ``Ascend-cann-kernels-<chip>_<ver>_linux[-<arch>].run`` (no architecture in the name
+before 8.0.RC3), ``Atlas-A3-cann-kernels_<ver>_linux-<arch>.run`` (Atlas A3) and, from 8.5,
+``Ascend-cann-<chip>-ops_<ver>_linux-<arch>.run``, all ``--install``; ``Ascend-cann-nnal_<ver>_linux-<arch>.run
+--install``.
 
 The driver check reads two files (hardware-samples): the toolkit's ``ascend_toolkit_install.info`` lists the driver
 releases it supports, ``compatible_version=[V100R001C13,V100R001C19],[V100R001C30]``; the driver's ``version.info``
@@ -24,15 +26,17 @@ from ansible_collections.ascend.inference.plugins.module_utils import cann
 
 KINDS = ("toolkit", "kernels", "nnal")  # the order they install in: kernels and nnal go into the toolkit's tree
 PACKAGE_NAMES = {
-    "toolkit": re.compile(r"^Ascend-cann-toolkit_(?P<version>[^_]+)_linux-(?P<arch>[^.]+)[.]run$"),
-    "kernels": re.compile(r"^Ascend-cann-kernels-(?P<chip>.+?)_(?P<version>\d[^_]*)_linux(?:-(?P<arch>[^.]+))?[.]run$"),
-    "nnal": re.compile(r"^Ascend-cann-nnal_(?P<version>[^_]+)_linux-(?P<arch>[^.]+)[.]run$"),
+    "toolkit": (re.compile(r"^Ascend-cann-toolkit_(?P<version>[^_]+)_linux-(?P<arch>[^.]+)[.]run$"),),
+    "kernels": (re.compile(r"^Ascend-cann-kernels-(?P<chip>.+?)_(?P<version>\d[^_]*)_linux(?:-(?P<arch>[^.]+))?[.]run$"),
+                re.compile(r"^Atlas-(?P<chip>A3)-cann-kernels_(?P<version>\d[^_]*)_linux-(?P<arch>[^.]+)[.]run$"),
+                re.compile(r"^Ascend-cann-(?P<chip>[^-_]+)-ops_(?P<version>\d[^_]*)_linux-(?P<arch>[^.]+)[.]run$")),
+    "nnal": (re.compile(r"^Ascend-cann-nnal_(?P<version>[^_]+)_linux-(?P<arch>[^.]+)[.]run$"),),
 }
 INSTALL_FLAG = {"toolkit": "--full", "kernels": "--install", "nnal": "--install"}
 
 # Where a package carries no compatibility list: the NPU driver each CANN release was published with
 # (the Ascend install guide's package table, _static/package_info.js of zheliuyu/docs-dev at 3c801af9,
-# the 910B column). A driver of that release or newer is accepted.
+# the 910B column; its 310P column differs for 7.0.1, 23.0.1). A driver of that release or newer is accepted.
 DRIVER_PUBLISHED_WITH = {
     "7.0.0": "23.0.3",
     "7.0.1": "23.0.3",
@@ -43,9 +47,9 @@ DRIVER_PUBLISHED_WITH = {
     "8.1.RC1": "24.1.rc2",
     "8.2.RC1": "25.0.rc1",
 }
-# The kernels package's chip and the NPU family it is for (the install guide's package table names
-# Ascend-cann-kernels-910b and -310p); other chips are not checked.
-KERNELS_FAMILY = {"910b": "910B", "310p": "310P"}
+# The operator package's chip and the NPU family it is for (the install guide's package table names
+# Ascend-cann-kernels-910b and -310p; Atlas-A3-cann-kernels is Atlas A3's); other chips are not checked.
+KERNELS_FAMILY = {"910b": "910B", "310p": "310P", "a3": "910_93"}
 TABLE_SOURCE = "the Ascend install guide's package table (zheliuyu/docs-dev _static/package_info.js)"
 
 _RELEASE = re.compile(r"^V(\d+)R(\d+)C(\d+)")
@@ -55,7 +59,7 @@ def parse_package(path):
     """{path, name, kind, version, arch, chip} for a CANN package file name, or None."""
     name = posixpath.basename(path)
     for kind in KINDS:
-        match = PACKAGE_NAMES[kind].match(name)
+        match = next((m for m in (pattern.match(name) for pattern in PACKAGE_NAMES[kind]) if m), None)
         if match:
             found = match.groupdict()
             return {"path": path, "name": name, "kind": kind, "version": found["version"],
@@ -132,12 +136,14 @@ def release_name(key):
 
 
 def parse_compatible(text):
-    """compatible_version's value as [(low, high)] release ranges; [] when absent or unreadable."""
+    """compatible_version's value as [(low, high)] release ranges; [] when absent or when any bracket is not
+    one release or two (``[V100R001C13-V100R001C19]`` is unreadable, not C13)."""
     ranges = []
     for bracket in re.findall(r"\[([^\]]*)\]", text or ""):
-        ends = [release(part.strip()) for part in bracket.split(",")]
-        if not ends or None in ends or len(ends) > 2:
-            continue
+        parts = [part.strip() for part in bracket.split(",")]
+        if len(parts) > 2 or not all(re.match(r"^V\d+R\d+C\d+$", part) for part in parts):
+            return []
+        ends = [release(part) for part in parts]
         ranges.append((ends[0], ends[-1]))
     return ranges
 
@@ -151,14 +157,16 @@ def driver_version_key(version):
     return tuple(key)
 
 
-def judge_driver(driver, compatible_text, version, origin):
+def judge_driver(driver, compatible_text, version, origin, origin_driver="driver/version.info"):
     """(ok, how it was decided, message) for running CANN ``version`` on ``driver`` ({version, innerversion}).
 
     compatible_text is the toolkit's compatible_version value (or None) and origin names the file it came from.
     """
     if not driver:
-        return False, "driver", "no NPU driver version (driver/version.info is missing or has no Version=)"
+        return False, "driver", "no NPU driver version (%s is missing or has no Version=)" % origin_driver
     ranges = parse_compatible(compatible_text)
+    if compatible_text and not ranges:
+        return False, origin, "CANN %s's compatible_version cannot be read: %s (%s)" % (version, compatible_text, origin)
     if ranges:
         own = release(driver.get("innerversion"))
         listed = compatible_text.strip()
@@ -204,6 +212,11 @@ def actions(packages, in_use, present, allow_change):
     if in_use and version and in_use["version"] != version and not allow_change:
         problems.append("CANN %s is installed and in use, the packages are %s; set cann_allow_version_change: true "
                         "to change the version" % (in_use["version"], version))
+    elif in_use and version and in_use.get("layout") == "cann" and layout_for(version) == "ascend-toolkit":
+        # The cann layout wins wherever both are installed (cann.choose): the older tree would never be used.
+        problems.append("CANN %s uses the cann layout and %s installs as ascend-toolkit, which the cann layout would "
+                        "hide; going back across layouts is not supported (remove the cann link and cann-%s first)"
+                        % (in_use["version"], version, in_use["version"]))
     for package in packages:
         needed = not present.get(package["kind"])
         planned.append(dict(package, action="install" if needed else "none", flag=INSTALL_FLAG[package["kind"]]))

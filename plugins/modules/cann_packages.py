@@ -29,7 +29,7 @@ author:
   - ascend.inference contributors (@ascend-inference)
 attributes:
   check_mode:
-    description: Reads the same in check mode; the module changes nothing (its scratch extraction is removed).
+    description: Reads the same in check mode; the module changes nothing there (its scratch extraction is removed).
     support: full
   diff_mode:
     description: There is nothing to diff.
@@ -45,7 +45,9 @@ options:
     type: path
     default: /usr/local/Ascend
   work_dir:
-    description: Where the package's files are extracted to read its compatibility list (removed afterwards).
+    description:
+      - Where the package's files are extracted to read its compatibility list (a scratch directory, removed
+        afterwards); in check mode, where it does not exist yet, the system's temporary directory.
     type: path
     default: /var/cache/ascend-inference/cann
   allow_version_change:
@@ -62,12 +64,13 @@ options:
         (V(910b) on Atlas A2, V(310p) on Atlas 300I) is a problem. Where npu-smi does not answer, that is not checked.
     type: str
     default: npu-smi
-  missing_ok:
+  pending:
     description:
-      - A package not on the node yet is to be installed, its own list unread (check mode, where the
-        packages are not copied). Otherwise a missing package is a problem.
-    type: bool
-    default: false
+      - Packages still to be copied or downloaded (check mode, where nothing is copied). One of them that is not
+        on the node yet is to be installed, its own list unread; any other package not on the node is a problem.
+    type: list
+    elements: path
+    default: []
 """
 
 EXAMPLES = r"""
@@ -145,22 +148,32 @@ INFO_NAMES = ("ascend_toolkit_install.info", "version.info")
 
 
 def _package_list(module, package):
-    """(compatible_version text or None, file it came from) from the package's own files."""
-    os.makedirs(module.params["work_dir"], mode=0o700, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="inspect-", dir=module.params["work_dir"])
+    """(compatible_version text or None, where it came from, extraction problem or None) from the package's files.
+
+    Prefers the toolkit's own install file (package_name=Ascend-cann-toolkit), then any install or version file."""
+    # A scratch directory in the work directory (the package's disk), else, in check mode, in the system's.
+    work_dir = module.params["work_dir"]
+    if not os.path.isdir(work_dir) and not module.check_mode:
+        os.makedirs(work_dir, mode=0o700)
+    scratch = tempfile.mkdtemp(prefix="cann-inspect-", dir=work_dir if os.path.isdir(work_dir) else None)
     try:
         rc, _out, err = node_io.run(module, ["bash", package["path"], "--noexec", "--extract=%s" % scratch, "--quiet"])
         if rc != 0:
-            return None, "cannot extract %s: %s" % (package["name"], (err or "").strip() or "rc %d" % rc)
+            return None, None, "cannot extract %s: %s" % (package["name"], (err or "").strip() or "rc %d" % rc)
+        found = []
         for top, dirs, files in os.walk(scratch):
             dirs.sort()
             for name in sorted(files):
                 if name in INFO_NAMES or name.endswith("install.info"):
                     info = cann.parse_key_values(node_io.read(os.path.join(top, name)))
                     if info.get("compatible_version"):
-                        return info["compatible_version"], "%s in %s" % (os.path.relpath(os.path.join(top, name), scratch),
-                                                                         package["name"])
-        return None, "%s holds no compatible_version list" % package["name"]
+                        own = info.get("package_name") == "Ascend-cann-toolkit"
+                        where = "%s in %s" % (os.path.relpath(os.path.join(top, name), scratch), package["name"])
+                        found.append((not own, where, info["compatible_version"]))
+        if found:
+            _other, where, listed = sorted(found)[0]
+            return listed, where, None
+        return None, "%s holds no compatible_version list" % package["name"], None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -194,7 +207,7 @@ def main():
             allow_version_change=dict(type="bool", default=False),
             driver_check=dict(type="bool", default=True),
             npu_smi=dict(type="str", default="npu-smi"),
-            missing_ok=dict(type="bool", default=False),
+            pending=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -202,14 +215,14 @@ def main():
     node_arch = ARCHES.get(platform.machine().lower(), platform.machine())
     packages, problems = cann_install.package_problems(module.params["packages"], node_arch)
     missing = [p["path"] for p in packages if not os.path.isfile(p["path"])]
-    if not module.params["missing_ok"]:
-        problems.extend("%s is not on the node" % path for path in missing)
+    problems.extend("%s is not on the node" % path for path in missing if path not in module.params["pending"])
     family = _family(module) if any(p["kind"] == "kernels" for p in packages) else None
     problems.extend(filter(None, (cann_install.kernels_problem(p, family) for p in packages)))
     versions = sorted(set(p["version"] for p in packages))
     version = versions[0] if len(versions) == 1 else None
     in_use, _notes, _problems = node_io.cann_toolkit(root)
-    driver = cann.driver(node_io.read(os.path.join(root, "driver", "version.info")))
+    driver_file = os.path.join(root, "driver", "version.info")
+    driver = cann.driver(node_io.read(driver_file))
     result = dict(changed=False, version=version, npu_family=family, layout=None, set_env=None, in_use=in_use, driver=driver,
                   driver_check=None, packages=[], install=False, problems=problems)
     if problems or version is None:
@@ -223,14 +236,23 @@ def main():
         info_path = in_use["install_info"]
         listed, origin = cann.parse_key_values(node_io.read(info_path)).get("compatible_version"), info_path
     elif toolkit["path"] in missing:
+        # Check mode before the copy: the list is unread, a missing driver is still a problem.
+        if driver is None and module.params["driver_check"]:
+            problems.append(cann_install.judge_driver(None, None, version, "", driver_file)[2])
         result.update(layout=cann_install.layout_for(version), set_env=cann_install.set_env_for(root, version),
                       driver_check=dict(ok=None, source="not read", message="%s is not on the node yet; its list is "
                                         "read when it is" % toolkit["name"]),
                       packages=planned, install=True)
         module.exit_json(**result)
     else:
-        listed, origin = _package_list(module, toolkit)
-    ok, source, message = cann_install.judge_driver(driver, listed, version, origin if listed else "no list")
+        listed, origin, unreadable = _package_list(module, toolkit)
+        if unreadable:
+            # Never left to the table or to cann_driver_check: this node's install would fail after others'.
+            problems.append(unreadable)
+            result.update(packages=planned)
+            module.exit_json(**result)
+    ok, source, message = cann_install.judge_driver(driver, listed, version, origin if listed else "no list",
+                                                    driver_file)
     if listed is None and source != "driver":
         message = "%s; %s" % (origin, message)
     if not ok and module.params["driver_check"]:

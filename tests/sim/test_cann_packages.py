@@ -56,7 +56,7 @@ def test_installer_flags_as_published(packages, tmp_path):
 
 def test_kernels_need_the_toolkit_and_nnal_its_environment(packages, tmp_path):
     root = tmp_path / "Ascend"
-    kernels = "Ascend-cann-kernels-910b_8.5.0_linux-%s.run" % ARCH
+    kernels = "Ascend-cann-910b-ops_8.5.0_linux-%s.run" % ARCH  # the 8.5 name of the kernels package
     nnal = "Ascend-cann-nnal_8.5.0_linux-%s.run" % ARCH
     assert "install the toolkit first" in install(packages, root, kernels, "--install").stderr
     install(packages, root, toolkit("8.5.0"), "--full")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the simulated CANN packages of one version into OUTDIR, real makeself archives like Huawei's:
 #   Ascend-cann-toolkit_<VER>_linux-<ARCH>.run   --full --install-path=ROOT
-#   Ascend-cann-kernels-910b_<VER>_linux-<ARCH>.run --install --install-path=ROOT (needs that toolkit)
+#   Ascend-cann-kernels-910b_<VER>_linux-<ARCH>.run --install --install-path=ROOT (needs that toolkit;
+#     from 8.5 named Ascend-cann-910b-ops_<VER>_linux-<ARCH>.run)
 #   Ascend-cann-nnal_<VER>_linux-<ARCH>.run      --install --install-path=ROOT (needs set_env.sh sourced)
 # The toolkit installs CANN 8.5 and later as ROOT/cann-<VER> behind ROOT/cann, earlier ones as
 # ROOT/ascend-toolkit/<VER> behind ROOT/ascend-toolkit/latest, with the test doubles' set_env.sh and
@@ -22,8 +23,8 @@ trap 'rm -rf "$work"' EXIT
 header="$work/header.sh"
 "$here/../makeself-header.sh" "$header"
 case "$version" in
-  [0-7].*|8.[0-4].*|8.[0-4]) layout=ascend-toolkit ;;
-  *) layout=cann ;;
+  [0-7].*|8.[0-4].*|8.[0-4]) layout=ascend-toolkit kernels_name=Ascend-cann-kernels-910b_${version} ;;
+  *) layout=cann kernels_name=Ascend-cann-910b-ops_${version} ;;
 esac
 mkdir -p "$out"
 
@@ -97,7 +98,7 @@ INSTALL
 
 kernels="$work/kernels"
 mkdir -p "$kernels"
-archive "$kernels" Ascend-cann-kernels-910b --install "Ascend-cann-kernels-910b_${version}_linux-${arch}.run" <<INSTALL
+archive "$kernels" Ascend-cann-kernels-910b --install "${kernels_name}_linux-${arch}.run" <<INSTALL
 [ -f "\$home/$arch-linux/ascend_toolkit_install.info" ] || {
   echo "Ascend-cann-kernels-910b: no CANN toolkit $version under \$root; install the toolkit first" >&2; exit 1; }
 mkdir -p "\$home/opp_kernel/built-in"
@@ -119,4 +120,4 @@ echo "export ATB_HOME_PATH=\$root/nnal/atb/latest/atb" > "\$root/nnal/atb/set_en
 [ -z "\$for_all" ] || chmod -R go+rX "\$root/nnal"
 echo "Ascend-cann-nnal $version install success: \$root/nnal/atb/$version"
 INSTALL
-ls "$out"/Ascend-cann-*_"${version}"_linux-"${arch}".run
+ls "$out"/Ascend-cann-*"${version}"_linux-"${arch}".run

@@ -25,9 +25,12 @@ def driver(sample, version):
     ("Ascend-cann-toolkit_8.5.0_linux-aarch64.run", "toolkit", "8.5.0", "aarch64", None),
     ("Ascend-cann-toolkit_8.1.RC1_linux-x86_64.run", "toolkit", "8.1.RC1", "x86_64", None),
     ("Ascend-cann-kernels-910b_8.1.RC1_linux-aarch64.run", "kernels", "8.1.RC1", "aarch64", "910b"),
-    # Before 8.1 the kernels package named no architecture (the install guide's package table).
+    # Before 8.0.RC3 the kernels package named no architecture (the install guide's package table).
     ("Ascend-cann-kernels-310p_8.0.RC2_linux.run", "kernels", "8.0.RC2", None, "310p"),
     ("Ascend-cann-nnal_8.1.RC1_linux-aarch64.run", "nnal", "8.1.RC1", "aarch64", None),
+    ("Atlas-A3-cann-kernels_8.3.RC2_linux-aarch64.run", "kernels", "8.3.RC2", "aarch64", "A3"),
+    # From 8.5 the operators come as <chip>-ops.
+    ("Ascend-cann-910b-ops_8.5.0_linux-aarch64.run", "kernels", "8.5.0", "aarch64", "910b"),
 ])
 def test_package_names(name, kind, version, arch, chip):
     found = cann_install.parse_package("/srv/" + name)
@@ -92,7 +95,18 @@ def test_compatible_lists_of_the_captures(sample):
     assert cann_install.parse_compatible(listed(sample, "ascend_toolkit_install.info__cann-8.3.RC2__1.txt")) == [
         ((100, 1, c), (100, 1, c)) for c in (15, 18, 19, 20, 21, 23)]
     assert cann_install.parse_compatible("") == [] and cann_install.parse_compatible(None) == []
-    assert cann_install.parse_compatible("[garbage],[V100R001C15]") == [((100, 1, 15), (100, 1, 15))]
+    assert cann_install.parse_compatible(listed(sample, "ascend_toolkit_install.info__cann-8.5.0_new-cann-layout_aarch64__1.txt")) \
+        == [((100, 1, c), (100, 1, c)) for c in (15, 18, 19, 20, 21, 23)]
+    # One unreadable bracket makes the list unreadable (a prefix match would read C13 alone).
+    assert cann_install.parse_compatible("[garbage],[V100R001C15]") == []
+    assert cann_install.parse_compatible("[V100R001C13-V100R001C19]") == []
+
+
+def test_an_unreadable_list_is_refused_not_sent_to_the_table(sample):
+    ok, _source, message = cann_install.judge_driver(driver(sample, "24.1.rc2.2"), "[V100R001C13-V100R001C19]",
+                                                     "8.0.RC3", "x.info")
+    assert ok is False
+    assert message == "CANN 8.0.RC3's compatible_version cannot be read: [V100R001C13-V100R001C19] (x.info)"
 
 
 def test_release_of_the_driver_captures(sample):
@@ -179,6 +193,17 @@ def test_another_version_in_use_needs_a_request():
     assert cann_install.actions(wanted, None, {}, False)[1] == []
 
 
+def test_going_back_across_layouts_is_refused():
+    wanted = packages("Ascend-cann-toolkit_8.3.RC2_linux-aarch64.run")
+    _planned, problems = cann_install.actions(wanted, {"version": "8.5.0", "layout": "cann"}, {}, True)
+    assert problems == ["CANN 8.5.0 uses the cann layout and 8.3.RC2 installs as ascend-toolkit, which the cann layout "
+                        "would hide; going back across layouts is not supported (remove the cann link and cann-8.5.0 "
+                        "first)"]
+    # Forward (8.3 -> 8.5) is allowed: the cann layout is the one used.
+    forward = packages("Ascend-cann-toolkit_8.5.0_linux-aarch64.run")
+    assert cann_install.actions(forward, {"version": "8.3.RC2", "layout": "ascend-toolkit"}, {}, True)[1] == []
+
+
 def test_stage_plan_gives_node_paths_and_names_bad_entries():
     staged, problems = cann_install.stage_plan([
         {"src": "files/Ascend-cann-toolkit_8.5.0_linux-aarch64.run"},
@@ -207,6 +232,10 @@ def test_kernels_for_another_npu_family():
         "Ascend-cann-kernels-910b_8.5.0_linux-aarch64.run is for 910B NPUs, this node's are 310P")
     assert cann_install.kernels_problem(kernels, "910B") is None
     assert cann_install.kernels_problem(kernels, None) is None and cann_install.kernels_problem(kernels, "unknown") is None
-    # A chip the package table does not name is not judged.
-    other = cann_install.parse_package("Ascend-cann-kernels-910_93_8.5.0_linux-aarch64.run")
+    a3 = cann_install.parse_package("Atlas-A3-cann-kernels_8.3.RC2_linux-aarch64.run")
+    assert cann_install.kernels_problem(a3, "910B") == (
+        "Atlas-A3-cann-kernels_8.3.RC2_linux-aarch64.run is for 910_93 NPUs, this node's are 910B")
+    assert cann_install.kernels_problem(a3, "910_93") is None
+    # A chip no source names is not judged.
+    other = cann_install.parse_package("Ascend-cann-kernels-910c_8.3.RC2_linux-aarch64.run")
     assert cann_install.kernels_problem(other, "910B") is None

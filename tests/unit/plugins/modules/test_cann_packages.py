@@ -70,6 +70,24 @@ def test_a_fresh_node_installs_everything_after_reading_the_packages_list(run_mo
     assert os.listdir(str(tmp_path / "work")) == []  # the scratch extraction is gone
 
 
+def test_check_mode_creates_no_work_directory(run_module, tmp_path, home):
+    paths = [package(tmp_path, "Ascend-cann-toolkit_8.5.0_linux-%s.run" % ARCH, "[V100R001C18]")]
+    result = run(run_module, tmp_path, home, paths, _ansible_check_mode=True)
+    assert result["problems"] == [] and result["driver_check"]["ok"] is True
+    assert not (tmp_path / "work").exists()
+
+
+def test_the_toolkits_own_install_file_wins(run_module, tmp_path, home):
+    # Two files with a list: another component's version.info sorts first, the toolkit's is used.
+    path = tmp_path / ("Ascend-cann-toolkit_8.5.0_linux-%s.run" % ARCH)
+    path.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in --extract=*) d=${a#--extract=};; esac; done\n'
+                    'mkdir -p "$d/a" "$d/z" && echo "compatible_version=[V100R001C23]" > "$d/a/version.info" && '
+                    'printf "package_name=Ascend-cann-toolkit\\ncompatible_version=[V100R001C18]\\n" '
+                    '> "$d/z/ascend_toolkit_install.info"\n')
+    result = run(run_module, tmp_path, home, [str(path)])
+    assert result["problems"] == [] and result["driver_check"]["source"] == "z/ascend_toolkit_install.info in " + path.name
+
+
 def test_a_driver_the_package_does_not_list_is_a_problem(run_module, tmp_path, home):
     paths = [package(tmp_path, "Ascend-cann-toolkit_8.5.0_linux-%s.run" % ARCH, "[V100R001C23]")]
     result = run(run_module, tmp_path, home, paths)
@@ -113,17 +131,30 @@ def test_another_version_in_use_is_refused_unless_asked(run_module, tmp_path, ho
 def test_a_package_that_does_not_extract(run_module, tmp_path, home):
     broken = tmp_path / ("Ascend-cann-toolkit_8.5.0_linux-%s.run" % ARCH)
     broken.write_text("echo 'Verifying archive integrity... Error in MD5 checksums' >&2; exit 1\n")
-    result = run(run_module, tmp_path, home, [str(broken)])
-    assert result["problems"][0].startswith("cannot extract %s: Verifying archive integrity... Error in MD5"
-                                            % broken.name)
+    # 8.0.RC3 is in the table and the driver would pass it: a broken package must still stop the node,
+    # whatever cann_driver_check says.
+    broken = broken.rename(tmp_path / ("Ascend-cann-toolkit_8.0.RC3_linux-%s.run" % ARCH))
+    for driver_check in (True, False):
+        result = run(run_module, tmp_path, home, [str(broken)], driver_check=driver_check)
+        assert result["problems"] == ["cannot extract %s: Verifying archive integrity... Error in MD5 checksums"
+                                      % broken.name]
 
 
-def test_missing_packages_are_problems_except_in_check_mode(run_module, tmp_path, home):
+def test_missing_packages_are_problems_unless_still_to_be_copied(run_module, tmp_path, home):
     path = str(tmp_path / ("Ascend-cann-toolkit_8.5.0_linux-%s.run" % ARCH))
+    nnal = str(tmp_path / ("Ascend-cann-nnal_8.5.0_linux-%s.run" % ARCH))
     assert run(run_module, tmp_path, home, [path])["problems"] == ["%s is not on the node" % path]
-    result = run(run_module, tmp_path, home, [path], missing_ok=True)
+    # Check mode: the toolkit would be copied first; the nnal package is expected on the node (remote).
+    # A node without a driver is refused even then.
+    result = run(run_module, tmp_path, home, [path, nnal], pending=[path])
+    assert result["problems"] == ["%s is not on the node" % nnal]
+    result = run(run_module, tmp_path, home, [path], pending=[path])
     assert result["problems"] == [] and result["install"] is True
     assert result["driver_check"]["ok"] is None
+    os.remove(str(home / "driver" / "version.info"))
+    result = run(run_module, tmp_path, home, [path], pending=[path])
+    assert result["problems"] == ["no NPU driver version (%s is missing or has no Version=)"
+                                  % (home / "driver" / "version.info")]
 
 
 def test_wrong_names_stop_before_anything_is_read(run_module, tmp_path, home):
