@@ -227,6 +227,7 @@ def main():
                   driver_check=None, packages=[], install=False, problems=problems)
     if problems or version is None:
         module.exit_json(**result)
+    result.update(layout=cann_install.layout_for(version), set_env=cann_install.set_env_for(root, version))
     home = cann_install.home_for(root, version)
     planned, version_problems = cann_install.actions(packages, in_use, _present(home, root, version, in_use),
                                                      module.params["allow_version_change"])
@@ -239,8 +240,7 @@ def main():
         # Check mode before the copy: the list is unread, a missing driver is still a problem.
         if driver is None and module.params["driver_check"]:
             problems.append(cann_install.judge_driver(None, None, version, "", driver_file)[2])
-        result.update(layout=cann_install.layout_for(version), set_env=cann_install.set_env_for(root, version),
-                      driver_check=dict(ok=None, source="not read", message="%s is not on the node yet; its list is "
+        result.update(driver_check=dict(ok=None, source="not read", message="%s is not on the node yet; its list is "
                                         "read when it is" % toolkit["name"]),
                       packages=planned, install=True)
         module.exit_json(**result)
@@ -257,8 +257,7 @@ def main():
         message = "%s; %s" % (origin, message)
     if not ok and module.params["driver_check"]:
         problems.append(message)
-    result.update(layout=cann_install.layout_for(version), set_env=cann_install.set_env_for(root, version),
-                  driver_check=dict(ok=ok, source=source, message=message), packages=planned,
+    result.update(driver_check=dict(ok=ok, source=source, message=message), packages=planned,
                   install=any(p["action"] == "install" for p in planned))
     module.exit_json(**result)
 
