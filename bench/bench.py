@@ -255,11 +255,17 @@ def measure_plan(args, workdir, results):
     results.save()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(doc):
+    """The options every benchmark takes: the node image, the cluster sizes, the repetitions."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--image", required=True, help="node image (bench/build-image.sh prints it)")
     parser.add_argument("--nodes", default="2,4,8", help="cluster sizes, comma-separated (default 2,4,8)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of each measurement (default 3)")
+    return parser
+
+
+def main():
+    parser = arguments(__doc__)
     parser.add_argument("--plan-nodes", type=int, default=256, help="size of the plan.yml inventory (0: skip)")
     parser.add_argument("--out", required=True, help="directory for results.md, results.json and the logs")
     parser.add_argument("--profile", action="store_true", help="add profile_tasks to the deploy logs")

@@ -77,7 +77,7 @@ def table(options, names):
 
 
 # The order a deploy runs them in; a role not listed here comes after, by name.
-ORDER = ["plan", "cann", "preflight", "npu_network", "hostnames", "pyacl", "node_env", "firewall", "service_account",
+ORDER = ["plan", "cann", "model", "preflight", "npu_network", "hostnames", "pyacl", "node_env", "firewall", "service_account",
          "ray_cluster", "serve", "engine_container"]
 
 

@@ -77,6 +77,9 @@ REFUSED_OPTIONS = sorted(set(OWNED_OPTIONS) | set(LAYOUT_OPTIONS))
 # only (vLLM 0.23 and later refuse --api-server-count on a headless node).
 API_NODE_OPTIONS = ("api_server_count",)
 
+# Each node's record of the model copied to it (the model role writes it, the preflight reads it).
+MODEL_MANIFEST = "/etc/ascend-inference/model.manifest.json"
+
 # config.json keys that hold the number of routed experts, by model family.
 EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
 
@@ -99,6 +102,8 @@ DEFAULTS = {
     "ray_port": 6379,
     "ray_dashboard_host": "127.0.0.1",
     "dp_rpc_port": 29550,
+    # The model role's short-lived rsync daemons, while a copy runs; None where the role copies nothing.
+    "model_transfer_port": None,
     "model_backend": "MindFormers",
     "model_config": None,
     "devices_pending": False,
@@ -591,11 +596,15 @@ def _check_settings(settings, check):
                     check.positive("ascend_pipeline_parallel_size", settings["pipeline_parallel_size"]),
                     check.positive("ascend_data_parallel_size", settings["data_parallel_size"])])
     for variable, key in (("ascend_api_port", "api_port"), ("ascend_ray_port", "ray_port"),
-                          ("ascend_dp_rpc_port", "dp_rpc_port")):
+                          ("ascend_dp_rpc_port", "dp_rpc_port"), ("ascend_model_transfer_port", "model_transfer_port")):
         port = settings[key]
+        if key == "model_transfer_port" and port is None:
+            continue
         if not _is_int(port) or not 0 < port < 65536:
             check.fail("%s must be a TCP port 1-65535 (found %r)", variable, port)
     ports = [(settings["api_port"], "ascend_api_port"), (settings["dp_rpc_port"], "ascend_dp_rpc_port")]
+    if settings["model_transfer_port"] is not None:
+        ports.append((settings["model_transfer_port"], "ascend_model_transfer_port"))
     if settings["launcher"] == "ray":
         ports.append((settings["ray_port"], "ascend_ray_port"))
     seen = {}
@@ -630,7 +639,8 @@ def _check_settings(settings, check):
         check.fail(problem)
     if settings["launcher"] == "ray" and all(_is_int(p) for p, _v in ports):
         # The DP RPC port is the mp launcher's.
-        for problem in input_rules.ray_ports([p for p in ports if p[1] == "ascend_api_port"], settings["ray_port"]):
+        for problem in input_rules.ray_ports([p for p in ports if p[1] in ("ascend_api_port", "ascend_model_transfer_port")],
+                                             settings["ray_port"]):
             check.fail(problem)
     return sizes_ok
 
@@ -755,6 +765,8 @@ def make_plan(settings, nodes):
             "ray_port": settings["ray_port"] if ray_launcher else None,
             "ray_address": "%s:%d" % (head["node_ip"], settings["ray_port"]) if ray_launcher else None,
             "dp_rpc_port": settings["dp_rpc_port"] if settings["launcher"] == "mp" and dp > 1 and multi_node else None,
+            "model_transfer_port": settings["model_transfer_port"],
+            "model_manifest": MODEL_MANIFEST,
             "service": service,
             "runtime": container.runtime(settings["runtime"], settings["container_image"],
                                          settings["container_engine"]),

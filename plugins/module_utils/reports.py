@@ -28,12 +28,21 @@ def _differ(values):
     return len(set(json.dumps(value, sort_keys=True) for value in values.values())) > 1
 
 
+def _model_texts(models):
+    """{host: what its model is} for comparing: the manifest digest where every host has a record of the model
+    copied to it, else the count and bytes of its files."""
+    if models and all(model.get("digest") for model in models.values()):
+        return dict((host, "manifest %s" % model["digest"][:12]) for host, model in models.items())
+    return dict((host, "%d files, %d bytes" % (model["files"], model["bytes"])) for host, model in models.items())
+
+
 def preflight_report(hosts, found, runtime_mode, model):
     """Every problem of every host, then what must agree across hosts; "" when all is well.
 
     `found` holds per host its `problems` (list) and, where the host read them, `cann_version`,
-    `engine_summary` and `model_summary`. The CANN versions are compared on hosts only: in container
-    mode the engine runs on the image's CANN."""
+    `engine_summary` and `model_summary` (node_probe's model: files, bytes, digest). The CANN versions are
+    compared on hosts only: in container mode the engine runs on the image's CANN. The models are compared by
+    their manifest digest where every node has one, by their files' count and bytes otherwise."""
     lines = ["host %s: %s" % (host, problem) for host in hosts for problem in found.get(host, {}).get("problems") or []]
 
     def seen(key, keep_empty=True):
@@ -47,7 +56,7 @@ def preflight_report(hosts, found, runtime_mode, model):
     engines = seen("engine_summary")
     if _differ(engines):
         lines.append("the installed engines differ between nodes: " + "; ".join("%s: %s" % item for item in engines.items()))
-    models = seen("model_summary")
+    models = _model_texts(seen("model_summary"))
     if _differ(models):
         lines.append("ascend_model %s differs between nodes: %s" % (model, "; ".join("%s: %s" % item for item in models.items())))
     if not lines:

@@ -58,6 +58,11 @@ options:
   model:
     description: A model directory whose regular files are counted and summed (not followed into symbolic links); omit to skip.
     type: path
+  model_record:
+    description:
+      - The node's record of the model copied to it (its manifest, written by the model role). Where it records
+        O(model), the files are compared with it by names and sizes instead of only counted.
+    type: path
   engine:
     description:
       - The engine to look for; omit to skip. Its serve O(engine.program) is looked up in
@@ -174,10 +179,13 @@ driver:
   type: dict
   sample: {version: 24.1.rc2.2, innerversion: V100R001C18SPC001B233}
 model:
-  description: The model directory's regular files (C(files)) and their bytes (C(bytes)); null when O(model) is omitted.
+  description:
+    - The model directory's regular files (C(files)) and their bytes (C(bytes)); null when O(model) is omitted.
+    - Where O(model_record) records O(model), also the manifest's C(digest) and C(mismatch), what the files lack
+      against it (null when they match); otherwise both are null.
   returned: always
   type: dict
-  sample: {files: 12, bytes: 15231233024}
+  sample: {files: 12, bytes: 15231233024, digest: null, mismatch: null}
 engine:
   description:
     - The serve C(program) found (null when none), the C(interpreter) that runs it, the installed C(versions)
@@ -232,6 +240,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import node_io
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read as _read
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
@@ -259,6 +268,15 @@ def _npu(module, devices):
     found = dict(npu.describe(chips, summary), chips=chips, problems=problems if rc == 0 else [],
                  device_map=dict((str(c["logic"]), c["physical"]) for c in chips))
     return {"rc": rc, "stdout": out, "stderr": err}, found
+
+
+def _model_record(path, record_path):
+    """The manifest digest of the model's record and what the files lack against it (model_files.mismatch),
+    or (None, None) where no record of this model exists."""
+    record = model_files.read_record(_read(record_path), path.rstrip("/") or "/") if record_path else None
+    if record is None:
+        return None, None
+    return record.get("digest"), model_files.mismatch(model_files.compare(record, model_files.walk(path)))
 
 
 def _model(path, account):
@@ -413,6 +431,7 @@ def main():
             cann_layout=dict(type="str", default="auto", choices=["auto"] + list(cann.LAYOUTS)),
             device_map=dict(type="dict", default={}),
             model=dict(type="path"),
+            model_record=dict(type="path"),
             engine=dict(type="dict", options=dict(
                 program=dict(type="str", required=True),
                 python_env=dict(type="path", required=True),
@@ -459,6 +478,8 @@ def main():
                                 devices, readable)
     found_model, model_problems = _model(model, account) if model else (None, [])
     service["problems"].extend(model_problems)
+    if found_model is not None:
+        found_model["digest"], found_model["mismatch"] = _model_record(model, module.params["model_record"])
     module.exit_json(
         changed=False,
         ipv4=parse.ipv4_by_interface(out),

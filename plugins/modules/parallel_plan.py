@@ -128,6 +128,12 @@ options:
     description: C(--data-parallel-rpc-port) under the mp launcher.
     type: int
     default: 29550
+  model_transfer_port:
+    description:
+      - The TCP port of the model role's short-lived rsync daemons, which listen only while a copy runs (the plan role
+        passes C(ascend_model_transfer_port), default 8730, where C(model_source) is set).
+      - Omitted, no port is set aside for copies.
+    type: int
   model_config:
     description: The model's parsed C(config.json), for the model-shape checks.
     type: dict
@@ -335,6 +341,16 @@ cluster:
       description: O(dp_rpc_port), the head's data-parallel RPC port; null unless the mp launcher runs DP across nodes.
       type: int
       returned: success
+    model_transfer_port:
+      description: O(model_transfer_port), where a node serves the model to others while the model role copies it;
+        null when the model role copies nothing.
+      type: int
+      returned: success
+    model_manifest:
+      description: Each node's record of the model copied to it (the model role writes it; the preflight compares
+        the files with it).
+      type: str
+      returned: success
     service:
       description: Who runs Ray and the engine (from O(service_user)).
       type: dict
@@ -541,6 +557,7 @@ ARGUMENT_SPEC = dict(
     ray_port=dict(type="int", default=DEFAULTS["ray_port"]),
     ray_dashboard_host=dict(type="str", default=DEFAULTS["ray_dashboard_host"]),
     dp_rpc_port=dict(type="int", default=DEFAULTS["dp_rpc_port"]),
+    model_transfer_port=dict(type="int"),
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
     devices_pending=dict(type="bool", default=False),

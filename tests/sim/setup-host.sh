@@ -2,11 +2,12 @@
 # Prepare this Debian 12 machine (as root) to run the simulated Ascend cluster:
 # podman with the runc runtime, cgroupfs, no default ulimits and file events
 # (the only configuration that runs here), plus debootstrap, makeself and gcc
-# (the libascendcl.so stand-in of the pyACL double), and the SSH client (the
-# serve_ray_dp scenario deploys over SSH).
+# (the libascendcl.so stand-in of the pyACL double), the SSH client (the
+# serve_ray_dp scenario deploys over SSH) and rsync (the model role copies from
+# the controller with it).
 set -euo pipefail
 
-packages=(podman runc debootstrap makeself iproute2 iputils-ping ca-certificates gcc libc6-dev openssh-client)
+packages=(podman runc debootstrap makeself iproute2 iputils-ping ca-certificates gcc libc6-dev openssh-client rsync)
 missing=()
 for pkg in "${packages[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
 if [ ${#missing[@]} -gt 0 ]; then

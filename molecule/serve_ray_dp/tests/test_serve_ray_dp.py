@@ -1,5 +1,6 @@
 """Seed scenario 3: vllm-mindspore, Ray data parallelism (DP 4, 2 per node), serve on the head."""
 
+import hashlib
 import os
 
 from serve_checks import address_of, completion, main_pid, node, playbook, serve_process
@@ -119,6 +120,22 @@ def test_the_deployment_came_over_ssh_as_deploy_and_became_root_with_sudo():
         # sudo's own log line for Ansible's become wrapper (sudo escapes the command's spaces).
         assert [line for line in log.splitlines()
                 if line.strip().startswith("deploy : ") and "USER=root" in line and "BECOME-SUCCESS" in line], name
+
+
+def test_the_model_came_from_the_controller_over_ssh_with_sudo():
+    """The model role's rsync from the controller runs over the deploy user's SSH with `sudo -n rsync`: sudo logs it."""
+    source = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "model-src", "model.safetensors")
+    with open(source, "rb") as handle:
+        want = hashlib.sha256(handle.read()).hexdigest()
+    for name in (HEAD, WORKER):
+        host = node(name)
+        assert host.check_output("sha256sum %s/model.safetensors" % MODEL).split()[0] == want, name
+        assert host.file("/etc/ascend-inference/model.manifest.json").exists, name
+    log = node(HEAD).check_output("journalctl --no-pager --output=cat SYSLOG_IDENTIFIER=sudo")
+    # The controller sends to the head once; the worker gets it from the head.
+    assert [line for line in log.splitlines() if "USER=root" in line and "COMMAND=/usr/bin/rsync --server" in line], log
+    assert "COMMAND=/usr/bin/rsync --server" not in node(WORKER).check_output(
+        "journalctl --no-pager --output=cat SYSLOG_IDENTIFIER=sudo")
 
 
 def test_a_group_or_account_this_collection_did_not_create_is_refused():

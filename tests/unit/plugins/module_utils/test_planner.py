@@ -769,10 +769,21 @@ def test_options_that_break_the_layout_are_refused_with_the_reason(option):
     ({"api_port": 12000}, "ascend_api_port 12000 is in the range Ray's workers take ports from (10002-19999)"),
     ({"ray_port": 8265}, "ascend_ray_port 8265 is Ray's dashboard: choose another port"),
     ({"ray_port": 15000}, "ascend_ray_port 15000 is in the range Ray's workers take ports from (10002-19999)"),
+    ({"model_transfer_port": 10001}, "ascend_model_transfer_port 10001 is Ray's client server under the Ray launcher"),
 ])
 def test_ports_that_collide_with_rays_own_are_refused_under_ray(settings, message):
     found = errors(launcher="ray", **settings)
     assert len(found) == 1 and found[0].startswith(message), found
+
+
+def test_the_model_copy_has_its_own_port_where_the_model_role_copies():
+    assert plan(model_transfer_port=8730)["cluster"]["model_transfer_port"] == 8730
+    assert plan()["cluster"]["model_manifest"] == "/etc/ascend-inference/model.manifest.json"
+    assert errors(api_port=8730, model_transfer_port=8730) == [
+        "ascend_api_port and ascend_model_transfer_port are both 8730: each service needs its own port"]
+    assert errors(model_transfer_port=0) == ["ascend_model_transfer_port must be a TCP port 1-65535 (found 0)"]
+    # Without copies no port is set aside.
+    assert plan(api_port=8730)["cluster"]["model_transfer_port"] is None
 
 
 def test_rays_ports_are_free_for_the_mp_launcher():

@@ -78,9 +78,9 @@ def test_a_limited_run_shows_only_its_hosts():
 
 def test_the_preflight_report_lists_every_host_then_what_differs():
     found = {"node1": {"problems": ["no NIC carries 192.0.2.11"], "cann_version": "8.0.RC1",
-                       "engine_summary": "vllm-ascend 0.23.0 on vLLM 0.23.0", "model_summary": "4 files, 100 bytes"},
+                       "engine_summary": "vllm-ascend 0.23.0 on vLLM 0.23.0", "model_summary": {"files": 4, "bytes": 100, "digest": None}},
              "node2": {"problems": [], "cann_version": "8.1.RC1",
-                       "engine_summary": "vllm-ascend 0.23.0 on vLLM 0.23.0", "model_summary": "3 files, 90 bytes"},
+                       "engine_summary": "vllm-ascend 0.23.0 on vLLM 0.23.0", "model_summary": {"files": 3, "bytes": 90, "digest": "ab" * 32}},
              "node3": {"problems": ["model missing"], "cann_version": ""}}
     report = reports.preflight_report(["node1", "node2", "node3"], found, "host", "/models/m")
     assert report.splitlines() == [
@@ -95,5 +95,17 @@ def test_the_preflight_report_lists_every_host_then_what_differs():
 
 
 def test_a_clean_preflight_reports_nothing():
-    same = {"problems": [], "cann_version": "8.0.RC1", "engine_summary": "e", "model_summary": "m"}
+    same = {"problems": [], "cann_version": "8.0.RC1", "engine_summary": "e",
+            "model_summary": {"files": 2, "bytes": 9, "digest": None}}
     assert reports.preflight_report(["a", "b"], {"a": same, "b": dict(same)}, "host", "/m") == ""
+
+
+def test_models_are_compared_by_their_manifests_where_every_node_has_one():
+    def model(files, size, digest):
+        return {"problems": [], "model_summary": {"files": files, "bytes": size, "digest": digest}}
+    # Same files, different content: only the manifests tell.
+    report = reports.preflight_report(["a", "b"], {"a": model(2, 9, "1" * 64), "b": model(2, 9, "2" * 64)}, "host", "/m")
+    assert report.splitlines()[-1] == \
+        "- ascend_model /m differs between nodes: a: manifest 111111111111; b: manifest 222222222222"
+    # One node without a record: counts and bytes, which agree.
+    assert reports.preflight_report(["a", "b"], {"a": model(2, 9, "1" * 64), "b": model(2, 9, None)}, "host", "/m") == ""

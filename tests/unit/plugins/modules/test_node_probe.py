@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import shutil
 import socket
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 
+from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import unit_of_cgroup
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
 
@@ -70,7 +72,8 @@ def test_reads_every_answer_in_one_run(run_module, tmp_path):
     assert result["cann"]["layout"] == "cann" and result["cann"]["set_env"] == str(home / "cann" / "set_env.sh")
     assert result["cann_problems"] == [] and result["cann_notes"] == []
     assert result["driver"] == {"version": "24.1.rc2.2", "innerversion": "V100R001C18SPC001B233"}
-    assert result["model"] == {"files": 2, "bytes": 102}  # the symbolic link is not counted
+    # The symbolic link is not counted; without a record of a copy nothing is compared with a manifest.
+    assert result["model"] == {"files": 2, "bytes": 102, "digest": None, "mismatch": None}
     assert "127.0.0.1" in result["ipv4"]["lo"]
     with open("/proc/self/comm") as comm, open("/proc/self/cgroup") as cgroup:
         me, unit = comm.read().strip(), unit_of_cgroup(cgroup.read())
@@ -88,10 +91,29 @@ def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):
     assert done.result["npu_smi"]["rc"] == 187 and "-8005" in done.result["npu_smi"]["stderr"]
     assert done.result["npu"]["chips"] == [] and done.result["npu"]["problems"] == []
     assert done.result["cann_version"] is None and done.result["cann"] is None and done.result["driver"] is None
-    assert done.result["model"] == {"files": 0, "bytes": 0}
+    assert done.result["model"] == {"files": 0, "bytes": 0, "digest": None, "mismatch": None}
     missing = run_module(main, {"npu_smi": "no-such-npu-smi"})
     assert missing.result["npu_smi"]["rc"] == 127 and "not found" in missing.result["npu_smi"]["stderr"]
     assert missing.result["model"] is None
+
+
+def test_a_copied_model_is_compared_with_its_manifest(run_module, tmp_path):
+    """The model role's record (model_files.record) names what the node's files lack."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "extra.bin").write_bytes(b"e")
+    files = [{"path": "config.json", "size": 2, "mtime_ns": 0, "sha256": "a" * 64},
+             {"path": "w.safetensors", "size": 9, "mtime_ns": 0, "sha256": "b" * 64}]
+    record = tmp_path / "model.manifest.json"
+    record.write_text(json.dumps(model_files.record(
+        {"format": 1, "files": files, "count": 2, "bytes": 11, "digest": model_files.digest(files)}, str(model))))
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "model": str(model), "model_record": str(record)})
+    assert done.result["model"]["digest"] == model_files.digest(files)
+    assert done.result["model"]["mismatch"] == "1 missing (w.safetensors); 1 not in the manifest (extra.bin)"
+    # A record of another model directory is not this one's.
+    other = run_module(main, {"npu_smi": "no-such-npu-smi", "model": str(tmp_path), "model_record": str(record)})
+    assert other.result["model"]["digest"] is None and other.result["model"]["mismatch"] is None
 
 
 def test_a_device_map_that_is_not_numbers_fails(run_module, tmp_path):

@@ -1,0 +1,156 @@
+"""Model copy benchmark: the model role's fan-out against a plain copy from the controller to every node.
+
+For each cluster size N it starts N simulated nodes (the deploy benchmark's image, reached over SSH) and caps
+every node's link and the controller's to the same rate with tc (a token bucket on each container's eth0 and on
+the podman network's bridge, on which the controller sends), so that the rounds, not this machine's shared disk
+and CPUs, decide the result. Then, REPS times each, on nodes without the model:
+  plain   playbooks/model.yml with model_fanout=false: the controller sends to every node at once;
+  fanout  playbooks/model.yml: the controller sends once, then every node that holds the model sends it on.
+Both include the manifest check of every node, the full check after each copy and the cleanup. Writes
+fanout.md (min / median / max and the ratio) and fanout.json to --out.
+
+Run it with bench/run.sh --fanout, which installs what it needs first.
+"""
+
+import datetime
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+MODEL = "/models/fanout-model"
+
+
+def model_source(directory, megabytes):
+    """A model of random files on the controller (two shards and a config), made once per size."""
+    os.makedirs(directory, exist_ok=True)
+    shards = {"model-00001-of-00002.safetensors": megabytes // 2, "model-00002-of-00002.safetensors": megabytes - megabytes // 2}
+    for name, size in shards.items():
+        path = os.path.join(directory, name)
+        if not os.path.exists(path) or os.path.getsize(path) != size * 2 ** 20:
+            bench.run(["dd", "if=/dev/urandom", "of=" + path, "bs=1M", "count=%d" % size, "status=none"])
+    with open(os.path.join(directory, "config.json"), "w") as handle:
+        json.dump(bench.MODEL_CONFIG, handle)
+    return directory
+
+
+def cap(names, rate):
+    """Every node's and the controller's egress to the same rate (tc token bucket filters)."""
+    qdisc = ["tbf", "rate", rate, "burst", "256kb", "latency", "100ms"]
+    for name in names:
+        bench.run(["podman", "exec", name, "tc", "qdisc", "replace", "dev", "eth0", "root"] + qdisc)
+    bridge = subprocess.run(["podman", "network", "inspect", bench.NETWORK, "--format", "{{.NetworkInterface}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    bench.run(["tc", "qdisc", "replace", "dev", bridge, "root"] + qdisc)
+    return bridge
+
+
+def uncap(bridge):
+    subprocess.run(["tc", "qdisc", "del", "dev", bridge, "root"], stderr=subprocess.DEVNULL, check=False)
+
+
+def wipe(names):
+    for name in names:
+        bench.run(["podman", "exec", name, "rm", "-rf", MODEL, "/etc/ascend-inference/model.manifest.json"])
+
+
+def inventory(count, key, source, workdir):
+    inv = bench.inventory(count, key)
+    inv["ascend_cluster"]["vars"].update(ascend_model=MODEL, model_source="controller", model_src=source,
+                                         model_manifest_cache=os.path.join(workdir, "manifests"))
+    path = os.path.join(workdir, "inventory-fanout-%d.json" % count)
+    with open(path, "w") as handle:
+        json.dump(inv, handle)
+    return path
+
+
+def measure(args, count, source, workdir, results):
+    key, public_key = bench.ssh_key(workdir)
+    inv = inventory(count, key, source, workdir)
+    env = dict(os.environ)
+    with bench.Nodes(args.image, count, public_key) as nodes:
+        bridge = cap(nodes.names, args.rate)
+        try:
+            env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = bench.control_dir()
+            # Warm up: the controller's manifest is made once, as in use (--check would not save it), and
+            # SSH reaches every node.
+            bench.timed([bench.ansible("ansible"), "localhost", "-m", "ascend.inference.model_manifest", "-a",
+                         json.dumps({"path": source, "save": True, "cache": os.path.join(
+                             workdir, "manifests", "%s.json" % hashlib.sha256(source.encode()).hexdigest())})],
+                        os.path.join(workdir, "fanout-manifest-%d.log" % count), env=env)
+            bench.timed([bench.ansible("ansible-playbook"), "playbooks/model.yml", "-i", inv, "--check"],
+                        os.path.join(workdir, "fanout-check-%d.log" % count), env=env)
+            for rep in range(1, args.reps + 1):
+                for mode, extra in (("plain", ["-e", "model_fanout=false"]), ("fanout", [])):
+                    wipe(nodes.names)
+                    bench.log("N=%d rep %d: %s" % (count, rep, mode))
+                    done = bench.timed([bench.ansible("ansible-playbook"), "playbooks/model.yml", "-i", inv] + extra,
+                                       os.path.join(workdir, "fanout-%s-%d-%d.log" % (mode, count, rep)), env=env)
+                    results.setdefault(str(count), {}).setdefault(mode, []).append(
+                        {"seconds": round(done.seconds, 1), "cpu": round(done.cpu, 1)})
+                    save(args, results)
+        finally:
+            uncap(bridge)
+
+
+def save(args, results):
+    with open(os.path.join(args.out, "fanout.json"), "w") as handle:
+        json.dump({"rate": args.rate, "size_mb": args.size, "reps": args.reps, "results": results}, handle, indent=1)
+    lines = ["# Model copy: fan-out against a plain copy from the controller",
+             "",
+             "%s, commit %s; %d MB model (random data), every node's and the controller's egress capped to %s "
+             "(tc tbf); %d repetition(s); wall seconds of `playbooks/model.yml` (min / median / max), the "
+             "manifest checks, the full check after each copy and the cleanup included."
+             % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), commit(), args.size,
+                args.rate, args.reps),
+             "",
+             "| nodes | plain copy | fan-out | fan-out / plain | rounds (fan-out) |",
+             "|---|---|---|---|---|"]
+    for count in sorted(results, key=int):
+        row = results[count]
+
+        def cell(mode):
+            times = [r["seconds"] for r in row.get(mode, [])]
+            return ("%.1f / %.1f / %.1f" % (min(times), statistics.median(times), max(times))) if times else "-", times
+        plain, plain_times = cell("plain")
+        fan, fan_times = cell("fanout")
+        ratio = "%.2f" % (statistics.median(fan_times) / statistics.median(plain_times)) if plain_times and fan_times else "-"
+        rounds = 1 + (int(count) - 1).bit_length()
+        lines.append("| %s | %s | %s | %s | %d |" % (count, plain, fan, ratio, rounds))
+    with open(os.path.join(args.out, "fanout.md"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def commit():
+    return subprocess.run(["git", "-C", bench.REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          check=False).stdout.strip()
+
+
+def main():
+    parser = bench.arguments(__doc__)
+    parser.add_argument("--size", type=int, default=400, help="the model's size in MB (default 400)")
+    parser.add_argument("--rate", default="200mbit", help="every link's rate, as tc writes it (default 200mbit)")
+    parser.add_argument("--out", required=True, help="directory for fanout.md, fanout.json and the logs")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    source = model_source(os.path.join(bench.REPO, ".cache", "bench", "fanout-model-%d" % args.size), args.size)
+    if subprocess.run(["podman", "network", "exists", bench.NETWORK], check=False).returncode:
+        bench.run(["podman", "network", "create", "--subnet", bench.SUBNET, bench.NETWORK], stdout=subprocess.DEVNULL)
+    results = {}
+    try:
+        for count in [int(size) for size in args.nodes.split(",") if size]:
+            measure(args, count, source, args.out, results)
+    finally:
+        subprocess.run(["podman", "network", "rm", "--force", bench.NETWORK], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+    bench.log("results: %s" % os.path.join(args.out, "fanout.md"))
+    print(open(os.path.join(args.out, "fanout.md")).read())
+
+
+if __name__ == "__main__":
+    main()

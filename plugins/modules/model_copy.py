@@ -1,0 +1,134 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# The work is done by the action plugin of the same name (plugins/action/model_copy.py).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: model_copy
+short_description: One node's part of the model's fan-out - wait for its sender, copy, check, then send on
+version_added: 0.1.0
+description:
+  - Runs on every node of a run at once (one task), each with its O(transfer) from
+    C(ascend.inference.model_schedule). A node waits until the nodes in its C(wait_for) are done - its sender,
+    when that node receives in this run too, and the sender's previous receiver, so that a node sends to one node at
+    a time and the rounds hold. The nodes' tasks learn of each other through files in O(status_dir) on the
+    controller, so a failed sender fails its receivers at once instead of leaving them waiting.
+  - "The copy: from the controller, rsync runs on the controller over the node's own connection (C(ssh) with its
+    port, user, key and SSH arguments; C(podman exec -i) or C(docker exec -i); local) - root through C(sudo -n)
+    where the connection becomes root that way; from another node, M(ascend.inference.model_transfer) fetches from
+    that node's daemon. Files arrive with their times and mode 0644 (directories 0755); a file cut off by an
+    interruption is kept in C(.ascend-model-partial) and resumed by the next run."
+  - While it copies it prints the bytes of the model the node holds and the rate, such as C(node2 - model, round 2,
+    from node1 - 120.0 MB of 300.0 MB (40%), 25.0 MB/s), every O(progress_every) seconds, and at the end what was
+    sent and what the node had already (a resumed file).
+  - Then every file is hashed (M(ascend.inference.model_check), the full check) and the node's record written;
+    only then, when later rounds need it, the node serves the model itself (M(ascend.inference.model_transfer)).
+extends_documentation_fragment:
+  - ascend.inference.model_copy.transfer
+author:
+  - ascend.inference contributors (@ascend-inference)
+attributes:
+  action:
+    description: Runs on the controller; executes M(ascend.inference.model_transfer) and M(ascend.inference.model_check)
+      on the node, and rsync on the controller for a copy from there.
+    support: full
+  check_mode:
+    description: Says which node would send the model and copies nothing.
+    support: full
+  diff_mode:
+    description: There is nothing to diff.
+    support: none
+options:
+  transfer:
+    description: This node's entry of the schedule (C(host), C(seeder), C(round), C(wait_for), C(serves)); omitted, the
+      node holds the model and the task skips.
+    type: dict
+  addresses:
+    description: Every node's cluster address by inventory name.
+    type: dict
+    required: true
+  path:
+    description: The model directory on the node (C(ascend_model)).
+    type: str
+    required: true
+  manifest:
+    description: The model's manifest (M(ascend.inference.model_manifest)).
+    type: dict
+    required: true
+  record:
+    description: The node's record of the model, written after the full check.
+    type: str
+    required: true
+  port:
+    description: The transfer daemons' port.
+    type: int
+    required: true
+  password:
+    description: This run's transfer password; never shown, written to 0600 files on the nodes only.
+    type: str
+    required: true
+  status_dir:
+    description: A directory on the controller, the same for every node of the run.
+    type: str
+    required: true
+  source:
+    description: The model's directory on the controller, for a node whose C(seeder) is null.
+    type: str
+  interval:
+    description: Seconds between two looks at the copy.
+    type: int
+    default: 2
+  progress_every:
+    description: Seconds between two progress lines.
+    type: int
+    default: 10
+"""
+
+EXAMPLES = r"""
+- name: Copy the model, round by round
+  ascend.inference.model_copy:
+    transfer: "{{ model_schedule.transfers | selectattr('host', 'eq', inventory_hostname) | first }}"
+    addresses: {node1: 192.0.2.11, node2: 192.0.2.12}
+    path: /models/Qwen2.5-7B-Instruct
+    manifest: "{{ model_manifest }}"
+    record: /etc/ascend-inference/model.manifest.json
+    port: 8730
+    password: "{{ model_copy_password }}"
+    status_dir: /tmp/ascend-model-x1y2z3
+    source: /data/models/Qwen2.5-7B-Instruct
+  when: inventory_hostname in model_schedule.transfers | map(attribute='host')
+"""
+
+RETURN = r"""
+copied_from:
+  description: The sender - a node's inventory name, or V(controller).
+  returned: when a copy ran or would run
+  type: str
+round:
+  description: The copy's round.
+  returned: when a copy ran
+  type: int
+seconds:
+  description: How long the copy took (without the wait for its turn).
+  returned: when a copy ran
+  type: int
+bytes_sent:
+  description: Bytes rsync sent as data (null when it did not say).
+  returned: when a copy ran
+  type: int
+bytes_reused:
+  description: Bytes rsync did not send because the node had them - the part of a file cut off by an interruption
+    (resumed), or an earlier version of a file.
+  returned: when a copy ran
+  type: int
+files_transferred:
+  description: Files rsync transferred.
+  returned: when a copy ran
+  type: int
+"""
