@@ -40,13 +40,17 @@ def services():
 
 
 def test_older_ray_is_warned_about_and_gets_no_token():
-    code, out = playbook("ray.yml", "--check", "-e", "ray_cluster_version=2.51.0")
+    code, out = playbook("ray.yml", "--check", "--diff", "-e", "ray_cluster_version=2.51.0")
     assert code == 0, out[-3000:]
     words = " ".join(out.split())  # the output callback folds long messages
     assert words.count("WARNING: Ray 2.51.0 runs without token authentication (too old for it)") == len(HOSTS), \
         out[-3000:]
     assert words.count("The members-only firewall is on.") == len(HOSTS), out[-3000:]
-    assert "skipping: [%s]" % HEAD in out.split("TASK [ascend.inference.ray_cluster : Write the token]")[1].split("TASK [")[0]
+    # Ray's environment would lose the token settings, and the token file is not written.
+    written = out.split("TASK [ascend.inference.ray_cluster : Write Ray's token, environment, unit and probe]")[1]
+    written = written.split("TASK [")[0]
+    assert written.count('-RAY_AUTH_MODE="token"') == len(HOSTS), written
+    assert "before: /etc/ascend-inference/ray-auth-token" not in written, written
     # Without the firewall nothing keeps non-members off an unauthenticated Ray: refused, unless opted out.
     code, out = playbook("ray.yml", "--check", "-e", json.dumps({"ray_cluster_version": "2.51.0",
                                                                 "firewall_enabled": False}))

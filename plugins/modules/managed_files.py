@@ -1,0 +1,325 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: managed_files
+short_description: Write a node's managed files and directories in one step
+version_added: "0.1.0"
+description:
+  - Ensures directories, then files, with the given content, mode, owner and group - the work of one
+    M(ansible.builtin.file) or M(ansible.builtin.template) task each, in one round trip.
+  - A file whose content changes is written to a temporary file beside it with its final mode and owner
+    and renamed over the old one, so no reader sees half a file and a secret is never readable by more
+    than its final mode allows. A symbolic link in a file's place (a masked unit) is replaced.
+  - Reports which paths changed (RV(changed_paths)), so that a role restarts only what a change needs.
+  - Content given as O(files[].secret_content) never reaches the output; O(files[].diff=false) keeps a
+    file's content out of C(--diff) while its changes are still reported.
+author:
+  - ascend.inference contributors (@ascend-inference)
+attributes:
+  check_mode:
+    description: Reads every path and reports what would change, writes nothing. An owner or group the node
+      does not have yet (an account this run creates) counts as a change.
+    support: full
+  diff_mode:
+    description: One entry per changed path - the content before and after (a note instead for secret or
+      hidden content), the mode, owner and group that change.
+    support: full
+options:
+  directories:
+    description: Directories to create or correct, before any file.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The directory. Its parent must exist.
+        type: path
+        required: true
+      mode:
+        description: Octal mode, for example V('0755') (quote it; an unquoted YAML V(0755) is read as the number it means).
+        type: raw
+        default: "0755"
+      owner:
+        description: Owning user.
+        type: str
+        default: root
+      group:
+        description: Owning group.
+        type: str
+        default: root
+  files:
+    description: Files to write or correct, in order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file. Its directory must exist or be in O(directories).
+        type: path
+        required: true
+      content:
+        description: The file's content, written as given (a trailing newline is kept, none is added).
+        type: str
+      secret_content:
+        description: Content that never reaches the output or C(--diff); mutually exclusive with O(files[].content).
+        type: str
+      mode:
+        description: Octal mode, for example V('0600') (quote it; an unquoted YAML V(0600) is read as the number it means).
+        type: raw
+        required: true
+      owner:
+        description: Owning user.
+        type: str
+        default: root
+      group:
+        description: Owning group.
+        type: str
+        default: root
+      diff:
+        description: Whether C(--diff) shows the content (a note replaces it when false).
+        type: bool
+        default: true
+      validate:
+        description:
+          - A command that must accept the new content before anything is written, with C(%s) for a
+            temporary file holding it, for example V(nft --check --file %s). Run without a shell.
+          - Not run in check mode (the program may be installed by the same run).
+        type: str
+notes:
+  - Compare M(ansible.builtin.template) with a lookup - C(content) is usually
+    C(lookup('ansible.builtin.template', 'name.j2')), rendered on the controller.
+"""
+
+EXAMPLES = r"""
+- name: Write the node environment, its secrets and the profile snippet
+  ascend.inference.managed_files:
+    directories:
+      - path: /etc/ascend-inference
+    files:
+      - path: /etc/ascend-inference/node.env
+        content: "{{ lookup('ansible.builtin.template', 'node.env.j2') }}"
+        mode: "0600"
+      - path: /etc/ascend-inference/secrets.env
+        secret_content: "{{ lookup('ansible.builtin.template', 'secrets.env.j2') }}"
+        mode: "0600"
+  register: node_files
+
+- name: Restart Ray when its unit changed
+  ansible.builtin.systemd_service:
+    name: ascend-ray.service
+    state: restarted
+    daemon_reload: true
+  when: "'/etc/systemd/system/ascend-ray.service' in node_files.changed_paths"
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The directories and files that were (in check mode, would be) created or changed, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/ascend-inference/node.env]
+paths:
+  description: Every path given, with what changed - C(created), or some of C(content), C(mode), C(owner),
+    C(group); empty when it was right.
+  returned: always
+  type: dict
+  sample: {/etc/ascend-inference: [], /etc/ascend-inference/node.env: [content]}
+"""
+
+import grp
+import os
+import pwd
+import shlex
+import stat
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
+from ansible_collections.ascend.inference.plugins.module_utils import managed_files
+
+
+def account_id(module, kind, name, path):
+    """The uid or gid of NAME; None in check mode for one the node does not have yet."""
+    try:
+        return (pwd.getpwnam(name).pw_uid if kind == "owner" else grp.getgrnam(name).gr_gid)
+    except KeyError:
+        if name.isdigit():
+            return int(name)
+        if module.check_mode:
+            return None
+        module.fail_json(msg="%s: %s %s does not exist on this node" % (path, kind, name))
+
+
+def wanted(module, spec, content):
+    path = spec["path"]
+    try:
+        mode = managed_files.parse_mode(spec["mode"], path)
+    except ValueError as error:
+        module.fail_json(msg=str(error))
+    return {
+        "content": content, "mode": mode, "owner": spec["owner"], "group": spec["group"],
+        "uid": account_id(module, "owner", spec["owner"], path),
+        "gid": account_id(module, "group", spec["group"], path),
+    }
+
+
+def on_disk(module, path, directory):
+    """What PATH holds now, or None when it is missing or, for a file, is a link (which it replaces; a
+    directory's link is followed, as the file module does)."""
+    try:
+        info = os.stat(path) if directory else os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return None
+    if directory != stat.S_ISDIR(info.st_mode) or not (directory or stat.S_ISREG(info.st_mode)):
+        module.fail_json(msg="%s is not a %s" % (path, "directory" if directory else "regular file"))
+    have = {"mode": stat.S_IMODE(info.st_mode), "uid": info.st_uid, "gid": info.st_gid,
+            "owner": _name(pwd.getpwuid, info.st_uid, "pw_name"), "group": _name(grp.getgrgid, info.st_gid, "gr_name")}
+    if not directory:
+        with open(path, "rb") as handle:
+            have["content"] = handle.read()
+    return have
+
+
+def _name(lookup, number, field):
+    try:
+        return getattr(lookup(number), field)
+    except KeyError:
+        return str(number)
+
+
+def validate(module, spec, content):
+    """Run the file's validate command on its new content, in a private temporary file; refuse on failure."""
+    handle, temporary = tempfile.mkstemp(prefix="ascend-validate-")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content)
+        argv = [word.replace("%s", temporary) for word in shlex.split(spec["validate"])]
+        rc, out, err = module.run_command(argv)
+    finally:
+        os.unlink(temporary)
+    if rc != 0:
+        # A validator may quote the line it rejects: never a secret's.
+        said = "(output not shown: secret content)" if spec["secret_content"] is not None else (err or out).strip()
+        module.fail_json(msg="%s: the new content fails %r (exit %d): %s" % (spec["path"], spec["validate"], rc, said))
+
+
+def set_attributes(path, want, have):
+    """Owner, group and mode of an existing path. Narrowed to what both the old and the new mode allow
+    before the owner changes (the new group never reads with the old mode); the mode again after the
+    owner (chown may clear set-id bits)."""
+    if have is not None and (have["uid"], have["gid"]) != (want["uid"], want["gid"]):
+        os.chmod(path, have["mode"] & want["mode"])
+    os.chown(path, want["uid"], want["gid"])
+    os.chmod(path, want["mode"])
+
+
+def make_directory(path, want, have, changes):
+    if "created" in changes:
+        os.mkdir(path, 0o700)  # opened up by set_attributes once it has its owner
+    set_attributes(path, want, have)
+
+
+def write_file(module, path, want, have, changes):
+    if "created" in changes or "content" in changes:
+        directory = os.path.dirname(path)
+        context = None
+        if module.selinux_enabled():
+            context = module.selinux_context(path) if os.path.exists(path) else module.selinux_default_context(path)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                # Owner and mode before the content: a secret is never readable by more than its final mode allows.
+                os.fchown(stream.fileno(), want["uid"], want["gid"])
+                os.fchmod(stream.fileno(), want["mode"])
+                stream.write(want["content"])
+                stream.flush()
+                os.fsync(stream.fileno())
+            if context:
+                module.set_context_if_different(temporary, context, False)
+            os.replace(temporary, path)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+        return
+    set_attributes(path, want, have)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            directories=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                mode=dict(type="raw", default="0755"),
+                owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
+            )),
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                content=dict(type="str"),
+                secret_content=dict(type="str", no_log=True),
+                mode=dict(type="raw", required=True),
+                owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
+                diff=dict(type="bool", default=True),
+                validate=dict(type="str"),
+            ), mutually_exclusive=[("content", "secret_content")],
+                required_one_of=[("content", "secret_content")]),
+        ),
+        supports_check_mode=True,
+    )
+    entries = [(spec, None, "content") for spec in module.params["directories"]]
+    for spec in module.params["files"]:
+        secret = spec["secret_content"] is not None
+        text = spec["secret_content"] if secret else spec["content"]
+        entries.append((spec, to_bytes(text, errors="surrogate_or_strict"),
+                        "secret" if secret else ("content" if spec["diff"] else "hidden")))
+    # Everything is read and checked before anything is written: a refusal leaves the node as it was.
+    paths, todo = {}, []
+    for spec, content, shown in entries:
+        spec["path"] = path = os.path.normpath(spec["path"])
+        directory = content is None
+        if not directory and spec.get("validate") and "%s" not in spec["validate"]:
+            module.fail_json(msg="%s: validate must name the file to check with %%s: %r" % (path, spec["validate"]))
+        if path in paths:
+            module.fail_json(msg="%s is given twice" % path)
+        want = wanted(module, spec, content)
+        have = on_disk(module, path, directory)
+        parent = os.path.dirname(path)
+        if not (os.path.isdir(parent) or parent in paths):
+            module.fail_json(msg="%s: directory %s does not exist" % (path, parent))
+        paths[path] = managed_files.differences(want, have)
+        if paths[path]:
+            todo.append((path, directory, want, have, shown))
+            if not (directory or module.check_mode) and spec.get("validate") and set(paths[path]) & {"created", "content"}:
+                validate(module, spec, content)
+    changed_paths, diffs = [], []
+    for path, directory, want, have, shown in todo:
+        changes = paths[path]
+        if module._diff:
+            diffs.append(managed_files.diff_entry(path, want, have, changes, shown))
+        if not module.check_mode:
+            try:
+                if directory:
+                    make_directory(path, want, have, changes)
+                else:
+                    write_file(module, path, want, have, changes)
+            except OSError as error:
+                module.fail_json(msg="%s: %s" % (path, error), changed_paths=changed_paths, paths=paths)
+        changed_paths.append(path)
+    result = dict(changed=bool(changed_paths), changed_paths=changed_paths, paths=paths)
+    if diffs:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

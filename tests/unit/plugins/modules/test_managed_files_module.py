@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+"""managed_files on this machine's files: written once, corrected, reported per path, secrets kept out."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import grp
+import os
+import pwd
+import stat
+
+from ansible_collections.ascend.inference.plugins.modules import managed_files
+
+ME = pwd.getpwuid(os.getuid()).pw_name
+MY_GROUP = grp.getgrgid(os.getgid()).gr_name
+
+
+def spec(tmp_path, env="A=1\n", secret="TOKEN=abc123\n", **extra):
+    base = str(tmp_path / "etc")
+    return dict({
+        "directories": [{"path": base, "mode": "0750", "owner": ME, "group": MY_GROUP}],
+        "files": [
+            {"path": base + "/node.env", "content": env, "mode": "0644", "owner": ME, "group": MY_GROUP},
+            {"path": base + "/secrets.env", "secret_content": secret, "mode": "0600", "owner": ME, "group": MY_GROUP},
+        ],
+    }, **extra)
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(str(path)).st_mode)
+
+
+def test_writes_everything_once(run_module, tmp_path):
+    first = run_module(managed_files.main, spec(tmp_path)).result
+    base = tmp_path / "etc"
+    assert first["changed"] and first["changed_paths"] == [str(base), str(base / "node.env"), str(base / "secrets.env")]
+    assert first["paths"][str(base / "node.env")] == ["created"]
+    assert (base / "node.env").read_text() == "A=1\n" and (base / "secrets.env").read_text() == "TOKEN=abc123\n"
+    assert (mode_of(base), mode_of(base / "node.env"), mode_of(base / "secrets.env")) == (0o750, 0o644, 0o600)
+    second = run_module(managed_files.main, spec(tmp_path)).result
+    assert not second["changed"] and second["changed_paths"] == []
+    assert all(changes == [] for changes in second["paths"].values())
+    assert sorted(os.listdir(str(base))) == ["node.env", "secrets.env"]  # no temporary left
+
+
+def test_reports_only_what_changed(run_module, tmp_path):
+    run_module(managed_files.main, spec(tmp_path))
+    base = tmp_path / "etc"
+    os.chmod(str(base / "secrets.env"), 0o644)
+    done = run_module(managed_files.main, dict(spec(tmp_path, env="A=2\n"), _ansible_diff=True)).result
+    assert done["changed_paths"] == [str(base / "node.env"), str(base / "secrets.env")]
+    assert done["paths"][str(base / "node.env")] == ["content"]
+    assert done["paths"][str(base / "secrets.env")] == ["mode"]
+    assert mode_of(base / "secrets.env") == 0o600 and (base / "node.env").read_text() == "A=2\n"
+    assert [entry["before"] for entry in done["diff"]] == ["A=1\n", {"mode": "0644"}]
+
+
+def test_a_secret_never_reaches_the_result(run_module, tmp_path):
+    run_module(managed_files.main, spec(tmp_path))
+    done = run_module(managed_files.main, dict(spec(tmp_path, secret="TOKEN=xyz789\n"), _ansible_diff=True)).result
+    assert done["changed_paths"] == [str(tmp_path / "etc" / "secrets.env")]
+    assert "abc123" not in repr(done) and "xyz789" not in repr(done)
+    assert "secret content" in done["diff"][0]["after"]
+
+
+def test_the_secret_is_masked_in_any_output(run_module, monkeypatch, tmp_path):
+    # AnsibleModule removes the values of no_log options from everything it returns.
+    from ansible.module_utils import basic
+    seen = {}
+    finish = basic.AnsibleModule.exit_json  # run_module's
+
+    def exit_json(self, **kwargs):
+        seen.update(no_log_values=self.no_log_values)
+        finish(self, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    run_module(managed_files.main, spec(tmp_path, secret="TOKEN=abc123\n"))
+    assert "TOKEN=abc123\n" in seen["no_log_values"] and "A=1\n" not in seen["no_log_values"]
+
+
+def test_check_mode_writes_nothing(run_module, tmp_path):
+    done = run_module(managed_files.main, dict(spec(tmp_path), _ansible_check_mode=True, _ansible_diff=True)).result
+    assert done["changed"] and len(done["changed_paths"]) == 3 and len(done["diff"]) == 3
+    assert not (tmp_path / "etc").exists()
+
+
+def test_check_mode_counts_an_account_still_to_create_as_a_change(run_module, tmp_path):
+    run_module(managed_files.main, spec(tmp_path))
+    args = spec(tmp_path)
+    args["files"][1]["group"] = "no-such-group-here"
+    done = run_module(managed_files.main, dict(args, _ansible_check_mode=True)).result
+    assert done["paths"][args["files"][1]["path"]] == ["group"]
+    failed = run_module(managed_files.main, args)
+    assert failed.failed and failed.result["msg"] == "%s: group no-such-group-here does not exist on this node" % (
+        args["files"][1]["path"])
+
+
+def test_a_link_in_the_file_s_place_is_replaced(run_module, tmp_path):
+    run_module(managed_files.main, spec(tmp_path))
+    unit = tmp_path / "etc" / "node.env"
+    unit.unlink()
+    unit.symlink_to("/dev/null")  # a masked unit
+    done = run_module(managed_files.main, spec(tmp_path)).result
+    assert done["paths"][str(unit)] == ["created"]
+    assert not unit.is_symlink() and unit.read_text() == "A=1\n"
+
+
+def test_refusals_name_the_path(run_module, tmp_path):
+    args = spec(tmp_path)
+    args["files"][0]["path"] = str(tmp_path)
+    assert run_module(managed_files.main, args).result["msg"] == "%s is not a regular file" % tmp_path
+    assert not (tmp_path / "etc").exists()  # the directory before it was not created either
+    args = spec(tmp_path)
+    args["files"][0]["mode"] = "rw"
+    assert "node.env: mode 'rw' is not an octal number" in run_module(managed_files.main, args).result["msg"]
+    args = spec(tmp_path)
+    args["directories"] = []
+    failed = run_module(managed_files.main, args)
+    assert failed.failed and failed.result["msg"].endswith("directory %s does not exist" % (tmp_path / "etc"))
+    assert not (tmp_path / "etc").exists()
+    args = spec(tmp_path)
+    args["files"].append(dict(args["files"][0]))
+    assert run_module(managed_files.main, args).result["msg"] == "%s is given twice" % args["files"][0]["path"]
+
+
+def test_new_content_is_validated_before_anything_is_written(run_module, tmp_path):
+    # The second file fails: neither the directory nor the first file is written.
+    args = spec(tmp_path)
+    args["files"][1]["validate"] = "grep -q '^TOKEN=ok$' %s"
+    failed = run_module(managed_files.main, args)
+    assert failed.failed and failed.result["msg"] == (
+        "%s: the new content fails \"grep -q '^TOKEN=ok$' %%s\" (exit 1): (output not shown: secret content)"
+        % args["files"][1]["path"])
+    assert not (tmp_path / "etc").exists()
+    args = spec(tmp_path, secret="TOKEN=ok\n")
+    args["files"][0]["validate"] = "grep -q '^A=1$' %s"
+    assert not run_module(managed_files.main, args).failed
+    args["files"][0]["content"] = "A=2\n"
+    failed = run_module(managed_files.main, args)
+    assert failed.failed and "fails \"grep -q '^A=1$' %s\" (exit 1)" in failed.result["msg"]
+    assert (tmp_path / "etc" / "node.env").read_text() == "A=1\n"
+    # Check mode validates nothing (the validator may come with this run).
+    args = dict(args, _ansible_check_mode=True)
+    args["files"][0]["validate"] = "false %s"
+    assert run_module(managed_files.main, args).result["paths"][args["files"][0]["path"]] == ["content"]
+    args["files"][0]["validate"] = "true"
+    assert "validate must name the file to check with %s" in run_module(managed_files.main, args).result["msg"]
+
+
+def test_paths_are_normalised_and_a_linked_directory_is_followed(run_module, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o750)
+    os.chmod(str(real), 0o750)
+    (tmp_path / "etc").symlink_to(real)
+    args = spec(tmp_path)
+    args["directories"][0]["path"] += "/"
+    args["files"][0]["path"] = str(tmp_path / "etc") + "//node.env"
+    done = run_module(managed_files.main, args).result
+    assert done["paths"][str(tmp_path / "etc")] == [] and (real / "node.env").read_text() == "A=1\n"
+    assert (tmp_path / "etc").is_symlink()
+
+
+def test_an_unquoted_yaml_mode_is_the_number_it_means(run_module, tmp_path):
+    args = spec(tmp_path)
+    args["files"][0]["mode"] = 0o640  # YAML 1.1 reads 0640 as 416
+    run_module(managed_files.main, args)
+    assert mode_of(tmp_path / "etc" / "node.env") == 0o640
