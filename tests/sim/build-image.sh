@@ -20,6 +20,13 @@ log() { echo "build-image: $*" >&2; }
 "$here/setup-host.sh" >&2
 mkdir -p "$cache"
 
+# The key molecule's scenarios log in with as root (.config/molecule/config.yml names this path).
+ssh_key="$repo/.cache/sim-ssh/id_ed25519"
+if [ ! -f "$ssh_key" ]; then
+  mkdir -p "$(dirname "$ssh_key")"
+  ssh-keygen -q -t ed25519 -N '' -C ascend-sim -f "$ssh_key"
+fi
+
 # Base image: changes only with the package list.
 base_hash=$(printf '%s\n' "$packages" "$mirror" bookworm | sha256sum | cut -c1-12)
 base="localhost/ascend-sim-base:$base_hash"
@@ -43,13 +50,14 @@ vllm_help="$repo/tests/vllm_help"
 inputs=$( (cd "$here" && find doubles image nnrt cann makeself-header.sh build-image.sh -type f -print0 | sort -z \
   | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt;
   cd "$samples" && sha256sum driver-version.info__* ascend_toolkit_install.info__*;
-  echo "$base $cann_versions $ray_requirement $arch") \
+  echo "$base $cann_versions $ray_requirement $arch"; cat "$ssh_key.pub") \
   | sha256sum | cut -c1-12)
 image="localhost/ascend-sim-node:$inputs"
 if ! podman image exists "$image"; then
   context=$(mktemp -d)
   trap 'rm -rf "$context"' EXIT
   cp -r "$here/doubles" "$here/image" "$context/"
+  cp "$ssh_key.pub" "$context/image/authorized_keys"
   mkdir "$context/doubles/vllm_help"
   cp "$vllm_help"/reader.py "$vllm_help"/vllm-*-serve-help.txt "$context/doubles/vllm_help/"
   # The pyACL double dlopens this stand-in for CANN's libascendcl.so (built for this machine's architecture).
