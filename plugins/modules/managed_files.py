@@ -19,7 +19,7 @@ description:
     and renamed over the old one, so no reader sees half a file and a secret is never readable by more
     than its final mode allows. A symbolic link in a file's place (a masked unit) is replaced.
   - Reports which paths changed (RV(changed_paths)), so that a role restarts only what a change needs.
-  - Content given as O(files[].secret_content) never reaches the output; O(files[].diff=false) keeps a
+  - Content given in O(secrets) never reaches the output; O(files[].diff=false) keeps a
     file's content out of C(--diff) while its changes are still reported.
 author:
   - ascend.inference contributors (@ascend-inference)
@@ -66,10 +66,9 @@ options:
         type: path
         required: true
       content:
-        description: The file's content, written as given (a trailing newline is kept, none is added).
-        type: str
-      secret_content:
-        description: Content that never reaches the output or C(--diff); mutually exclusive with O(files[].content).
+        description:
+          - The file's content, written as given (a trailing newline is kept, none is added).
+          - Required unless the file's content is secret, that is its path is a key of O(secrets).
         type: str
       mode:
         description: Octal mode, for example V('0600') (quote it; an unquoted YAML V(0600) is read as the number it means).
@@ -93,6 +92,14 @@ options:
             temporary file holding it, for example V(nft --check --file %s). Run without a shell.
           - Not run in check mode (the program may be installed by the same run).
         type: str
+  secrets:
+    description:
+      - The content of secret files, keyed by path, for the files of O(files) that have no O(files[].content).
+        It never reaches the output, C(--diff), a failed O(files[].validate)'s message or the node's journal.
+      - A separate option because Ansible masks a secret inside a list of files only where it appears exactly
+        as given, and a multi-line secret would be logged with its newlines escaped.
+    type: dict
+    default: {}
 notes:
   - Compare M(ansible.builtin.template) with a lookup - C(content) is usually
     C(lookup('ansible.builtin.template', 'name.j2')), rendered on the controller.
@@ -108,8 +115,9 @@ EXAMPLES = r"""
         content: "{{ lookup('ansible.builtin.template', 'node.env.j2') }}"
         mode: "0600"
       - path: /etc/ascend-inference/secrets.env
-        secret_content: "{{ lookup('ansible.builtin.template', 'secrets.env.j2') }}"
         mode: "0600"
+    secrets:
+      /etc/ascend-inference/secrets.env: "{{ lookup('ansible.builtin.template', 'secrets.env.j2') }}"
   register: node_files
 
 - name: Restart Ray when its unit changed
@@ -198,7 +206,7 @@ def _name(lookup, number, field):
         return str(number)
 
 
-def validate(module, spec, content):
+def validate(module, spec, content, secret):
     """Run the file's validate command on its new content, in a private temporary file; refuse on failure."""
     handle, temporary = tempfile.mkstemp(prefix="ascend-validate-")
     try:
@@ -210,7 +218,7 @@ def validate(module, spec, content):
         os.unlink(temporary)
     if rc != 0:
         # A validator may quote the line it rejects: never a secret's.
-        said = "(output not shown: secret content)" if spec["secret_content"] is not None else (err or out).strip()
+        said = "(output not shown: secret content)" if secret else (err or out).strip()
         module.fail_json(msg="%s: the new content fails %r (exit %d): %s" % (spec["path"], spec["validate"], rc, said))
 
 
@@ -266,22 +274,28 @@ def main():
             files=dict(type="list", elements="dict", default=[], options=dict(
                 path=dict(type="path", required=True),
                 content=dict(type="str"),
-                secret_content=dict(type="str", no_log=True),
                 mode=dict(type="raw", required=True),
                 owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
                 diff=dict(type="bool", default=True),
                 validate=dict(type="str"),
-            ), mutually_exclusive=[("content", "secret_content")],
-                required_one_of=[("content", "secret_content")]),
+            )),
+            secrets=dict(type="dict", default={}, no_log=True),
         ),
         supports_check_mode=True,
     )
+    secrets = dict((os.path.normpath(path), text) for path, text in module.params["secrets"].items())
     entries = [(spec, None, "content") for spec in module.params["directories"]]
     for spec in module.params["files"]:
-        secret = spec["secret_content"] is not None
-        text = spec["secret_content"] if secret else spec["content"]
+        path = os.path.normpath(spec["path"])
+        secret = path in secrets
+        if secret == (spec["content"] is not None):
+            module.fail_json(msg="%s: give its content either as content or in secrets, not %s"
+                             % (path, "both" if secret else "neither"))
+        text = secrets.pop(path) if secret else spec["content"]
         entries.append((spec, to_bytes(text, errors="surrogate_or_strict"),
                         "secret" if secret else ("content" if spec["diff"] else "hidden")))
+    if secrets:
+        module.fail_json(msg="secrets for paths not in files: %s" % ", ".join(sorted(secrets)))
     # Everything is read and checked before anything is written: a refusal leaves the node as it was.
     paths, todo = {}, []
     for spec, content, shown in entries:
@@ -300,7 +314,7 @@ def main():
         if paths[path]:
             todo.append((path, directory, want, have, shown))
             if not (directory or module.check_mode) and spec.get("validate") and set(paths[path]) & {"created", "content"}:
-                validate(module, spec, content)
+                validate(module, spec, content, shown == "secret")
     changed_paths, diffs = [], []
     for path, directory, want, have, shown in todo:
         changes = paths[path]
