@@ -1,20 +1,29 @@
 """Deploy benchmark: the collection against the seed documents done by hand.
 
-For each cluster size N it starts N simulated nodes (podman containers, the
-image from bench/build-image.sh) and measures, REPS times each:
-  baseline  a plain shell script doing the seeds' steps over `podman exec`
+For each cluster size N (--nodes, default 2,4,8; 1 to 32 nodes, e.g. 2,4,8,16 for
+all the issue's targets) it starts N simulated nodes (podman containers, the image
+from bench/build-image.sh, reached over SSH) and measures, REPS times each:
+  baseline  a plain shell script doing the seeds' steps over SSH
             (environment, Ray head, workers in parallel, serve, /health);
   deploy    playbooks/deploy.yml on fresh nodes of the same image;
-  no-op     deploy.yml again, which must report 0 changed.
-Then playbooks/plan.yml on a generated 256-node inventory (no connection).
-Writes results.md (the table), results.json and every log to --out.
+  no-op     deploy.yml again, which must report 0 changed;
+  with --mitogen, also deploy_mitogen and noop_mitogen: the same two runs on
+            fresh nodes with Mitogen's strategy (mitogen_linear) from
+            .cache/bench-mitogen, which bench/run.sh --mitogen installs.
+Each run of deploy.yml also records the changed tasks and the tasks per node
+(ok + skipped in its PLAY RECAP, the mean over the hosts); every command its wall
+and CPU seconds on this machine. Then playbooks/plan.yml on a generated 256-node
+inventory (no connection). Writes results.md (the tables and the issue's targets),
+results.svg, results.json and every log to --out.
 
-Run it with bench/run.sh, which installs what it needs first.
+Run it with bench/run.sh, which installs what it needs first:
+  bench/run.sh [--nodes 2,4,8] [--reps 3] [--plan-nodes 256] [--out DIR] [--profile] [--mitogen]
 """
 
 import argparse
 import concurrent.futures
 import datetime
+import glob
 import json
 import os
 import resource
@@ -57,6 +66,11 @@ GROUP_VARS = {
 SIM_STATE = {"npu_count": NPUS_PER_NODE, "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0"}}
 # The containers are new on every repetition, with new host keys at the same addresses.
 SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+# The largest cluster: the addresses node_ip gives in SUBNET (.11 to .254), and one pipeline
+# stage per node at most as the model has layers.
+MAX_NODES = min(254 - 11 + 1, MODEL_CONFIG["num_hidden_layers"])
+# Where bench/run.sh --mitogen installs Mitogen (pip --target); not a requirement of the collection.
+MITOGEN_DIR = os.path.join(REPO, ".cache", "bench-mitogen")
 
 
 def log(message):
@@ -72,6 +86,8 @@ def node_names(count):
 
 
 def node_ip(index):
+    if not 0 <= index < MAX_NODES:
+        raise ValueError("node %d: the benchmark has addresses for %d nodes" % (index, MAX_NODES))
     return "10.89.251.%d" % (11 + index)
 
 
@@ -138,7 +154,8 @@ class Nodes:
              "--cap-add", "NET_ADMIN", self.image, "/sbin/init"],
             stdout=subprocess.DEVNULL)
         run(["podman", "start", name], stdout=subprocess.DEVNULL)
-        wait_for_ssh(node_ip(index))
+        # Every node boots at once on the same CPUs: the more nodes, the longer it takes.
+        wait_for_ssh(node_ip(index), timeout=max(120, 15 * len(self.names)))
         setup = ("printf '%%s\\n' %s > /etc/ascend-sim/node.json && ascend-sim apply"
                  " && mkdir -p %s && printf '%%s\\n' %s > %s/config.json"
                  " && install -d -m 700 /root/.ssh && printf '%%s\\n' %s > /root/.ssh/authorized_keys"
@@ -207,6 +224,38 @@ def control_dir():
     return tempfile.mkdtemp(prefix="bench-cp-", dir="/tmp")
 
 
+def mitogen_version():
+    """The version of Mitogen in MITOGEN_DIR (from pip's dist-info), or None when it is not there."""
+    if not os.path.isdir(os.path.join(MITOGEN_DIR, "ansible_mitogen", "plugins", "strategy")):
+        return None
+    found = sorted(glob.glob(os.path.join(MITOGEN_DIR, "mitogen-*.dist-info")))
+    return os.path.basename(found[-1])[len("mitogen-"):-len(".dist-info")] if found else "unknown"
+
+
+def mitogen_env(env):
+    """env with Mitogen's linear strategy for ansible-playbook (Mitogen from MITOGEN_DIR)."""
+    return dict(env, PYTHONPATH=os.pathsep.join([MITOGEN_DIR] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])),
+                ANSIBLE_STRATEGY_PLUGINS=os.path.join(MITOGEN_DIR, "ansible_mitogen", "plugins", "strategy"),
+                ANSIBLE_STRATEGY="mitogen_linear")
+
+
+def deploy_twice(count, rep, inv, image, public_key, env, workdir, results, suffix=""):
+    """deploy.yml on fresh nodes, then again, which must change nothing: the kinds deploy and
+    noop (with suffix: deploy_mitogen and noop_mitogen), logs KIND-N-REP.log."""
+    titles = dict(report.DEPLOY_KINDS)
+    with Nodes(image, count, public_key):
+        env = dict(env, ANSIBLE_SSH_CONTROL_PATH_DIR=control_dir())
+        for kind in ("deploy" + suffix, "noop" + suffix):
+            logfile = os.path.join(workdir, "%s-%d-%d.log" % (kind, count, rep))
+            log("N=%d rep %d: %s" % (count, rep, titles[kind]))
+            done = timed([ansible("ansible-playbook"), "playbooks/deploy.yml", "-i", inv], logfile, env=env)
+            changed = report.changed_tasks(done.output)
+            results.add(count, kind, done.seconds, cpu=done.cpu, changed=changed,
+                        tasks=report.tasks_per_node(done.output))
+            if kind.startswith("noop") and changed:
+                raise RuntimeError("the second deploy changed %s (see %s)" % (changed, os.path.basename(logfile)))
+
+
 def measure(args, image, count, workdir, results):
     key, public_key = ssh_key(workdir)
     inv = os.path.join(workdir, "inventory-%d.json" % count)
@@ -217,24 +266,13 @@ def measure(args, image, count, workdir, results):
     if args.profile:
         env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
     for rep in range(1, args.reps + 1):
-        tag = "%d-%d" % (count, rep)
         with Nodes(image, count, public_key):
             log("N=%d rep %d: baseline" % (count, rep))
-            done = timed(["bash", baseline, control_dir()], os.path.join(workdir, "baseline-%s.log" % tag))
+            done = timed(["bash", baseline, control_dir()], os.path.join(workdir, "baseline-%d-%d.log" % (count, rep)))
             results.add(count, "baseline", done.seconds, cpu=done.cpu)
-        with Nodes(image, count, public_key):
-            env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = control_dir()
-            log("N=%d rep %d: deploy" % (count, rep))
-            done = timed([ansible("ansible-playbook"), "playbooks/deploy.yml", "-i", inv],
-                         os.path.join(workdir, "deploy-%s.log" % tag), env=env)
-            results.add(count, "deploy", done.seconds, cpu=done.cpu, changed=report.changed_tasks(done.output))
-            log("N=%d rep %d: no-op deploy" % (count, rep))
-            done = timed([ansible("ansible-playbook"), "playbooks/deploy.yml", "-i", inv],
-                         os.path.join(workdir, "noop-%s.log" % tag), env=env)
-            changed = report.changed_tasks(done.output)
-            results.add(count, "noop", done.seconds, cpu=done.cpu, changed=changed)
-            if changed:
-                raise RuntimeError("the second deploy changed %s (see noop-%s.log)" % (changed, tag))
+        deploy_twice(count, rep, inv, image, public_key, env, workdir, results)
+        if args.mitogen:
+            deploy_twice(count, rep, inv, image, public_key, mitogen_env(env), workdir, results, "_mitogen")
         results.save()
 
 
@@ -269,15 +307,23 @@ def main():
     parser.add_argument("--plan-nodes", type=int, default=256, help="size of the plan.yml inventory (0: skip)")
     parser.add_argument("--out", required=True, help="directory for results.md, results.json and the logs")
     parser.add_argument("--profile", action="store_true", help="add profile_tasks to the deploy logs")
+    parser.add_argument("--mitogen", action="store_true",
+                        help="also deploy and no-op deploy with Mitogen's strategy, from %s "
+                             "(bench/run.sh --mitogen installs it there)" % os.path.relpath(MITOGEN_DIR, REPO))
     args = parser.parse_args()
     sizes = [int(size) for size in args.nodes.split(",") if size]
+    if not sizes or not all(1 <= size <= MAX_NODES for size in sizes):
+        parser.error("--nodes: sizes from 1 to %d nodes" % MAX_NODES)
+    mitogen = mitogen_version() if args.mitogen else None
+    if args.mitogen and not mitogen:
+        parser.error("--mitogen: no Mitogen in %s; bench/run.sh --mitogen installs it" % MITOGEN_DIR)
     os.makedirs(args.out, exist_ok=True)
     results = report.Results(args.out, {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                                  capture_output=True, text=True, check=False).stdout.strip(),
         "image": args.image, "reps": args.reps, "npus_per_node": NPUS_PER_NODE,
-        "cpus": os.cpu_count(), "profile": args.profile})
+        "cpus": os.cpu_count(), "profile": args.profile, "mitogen": mitogen})
     if subprocess.run(["podman", "network", "exists", NETWORK], check=False).returncode:
         run(["podman", "network", "create", "--subnet", SUBNET, NETWORK], stdout=subprocess.DEVNULL)
     try:

@@ -1,32 +1,62 @@
-"""Pure parts of the benchmark: the hand-run baseline script, the recap
-parser, statistics and the markdown report (unit-tested in tests/unit)."""
+"""Pure parts of the benchmark: the hand-run baseline script, the PLAY RECAP
+parsers, statistics, the targets, the markdown report and the chart (unit-tested
+in tests/integration/test_bench_report.py).
+
+    python3 bench/report.py DIR   # DIR/results.md and results.svg again from DIR/results.json
+"""
 
 import json
 import os
 import re
 import shlex
 import statistics
+import sys
 
-# The issue's targets: (label, ratio name, limit).
+# The issue's targets: (label, rule, sizes, limit), each met when its measure is at most limit:
+#   noop/baseline, deploy/baseline  the ratio of medians at each of sizes that was measured (the largest counts);
+#   cpu/node   the deploy's controller CPU seconds (median) divided by the node count, at every
+#              measured size (the largest counts);
+#   scaling    (deploy@L / deploy@S) / (baseline@L / baseline@S) for the largest and smallest
+#              measured sizes L and S (sizes: the issue's, named when they differ);
+#   plan       seconds of plan.yml on sizes[0] nodes.
 TARGETS = (
-    ("deploy within 1.3x of the baseline on 4 nodes", "deploy/baseline@4", 1.3),
-    ("no-op run within 20% of the deploy (every size)", "noop/deploy@max", 0.2),
-    ("8 nodes within 1.25x of 2 nodes", "deploy@8/deploy@2", 1.25),
-    ("plan for 256 nodes within 10 s", "plan@256", 10.0),
+    ("no-op deploy no longer than the baseline at 4, 8 and 16 nodes", "noop/baseline", (4, 8, 16), 1.0),
+    ("deploy within 1.5x of the baseline at 4 and 8 nodes", "deploy/baseline", (4, 8), 1.5),
+    ("controller CPU at most 1.5 CPU-seconds per node per deploy (every size)", "cpu/node", (), 1.5),
+    ("deploy's growth from %d to %d nodes within 1.2x of the baseline's", "scaling", (2, 16), 1.2),
+    ("plan for 256 nodes within 10 s", "plan", (256,), 10.0),
 )
+# The runs with Mitogen's strategy (bench.py --mitogen), shown only when measured.
+MITOGEN_KINDS = ("deploy_mitogen", "noop_mitogen")
+# Every run of deploy.yml: (kind, title).
+DEPLOY_KINDS = (("deploy", "deploy"), ("noop", "no-op deploy"),
+                ("deploy_mitogen", "deploy, Mitogen"), ("noop_mitogen", "no-op, Mitogen"))
 PYACL_SITE_PACKAGES = "/usr/local/Ascend/pyACL/CANN-8.0.RC1/python/site-packages"
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+RECAP_HOST = re.compile(r"^(\S+)[ \t]+:[ \t]+(ok=\d+(?:[ \t]+[a-z]+=\d+)*)[ \t]*$", re.M)
+
+
+def recap(output):
+    """{host: {counter: value}} from the last PLAY RECAP of ansible-playbook's output
+    (`host : ok=N changed=N unreachable=N failed=N skipped=N rescued=N ignored=N`)."""
+    parts = output.rsplit("PLAY RECAP", 1)
+    if len(parts) != 2:
+        raise ValueError("no PLAY RECAP in the output")
+    hosts = {host: {name: int(value) for name, value in re.findall(r"([a-z]+)=(\d+)", counters)}
+             for host, counters in RECAP_HOST.findall(parts[1])}
+    if not hosts:
+        raise ValueError("no hosts in the PLAY RECAP")
+    return hosts
 
 
 def changed_tasks(output):
     """{host: changed} for every host of the last PLAY RECAP with changes."""
-    recap = output.rsplit("PLAY RECAP", 1)
-    if len(recap) != 2:
-        raise ValueError("no PLAY RECAP in the output")
-    hosts = RECAP.findall(recap[1])
-    if not hosts:
-        raise ValueError("no hosts in the PLAY RECAP")
-    return {match[0]: int(match[1]) for match in hosts if int(match[1])}
+    return {host: counters["changed"] for host, counters in recap(output).items() if counters.get("changed")}
+
+
+def tasks_per_node(output):
+    """The tasks a host went through (ok + skipped in the last PLAY RECAP), the mean over the hosts."""
+    hosts = recap(output)
+    return statistics.mean(counters.get("ok", 0) + counters.get("skipped", 0) for counters in hosts.values())
 
 
 def _exports(node, nic):
@@ -82,6 +112,12 @@ def summary(values):
     return {"n": len(values), "min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+def median(table, kind, size):
+    """The median of table[kind][size] (samples, CPU seconds or tasks), None when nothing was measured."""
+    values = (table or {}).get(kind, {}).get(str(size))
+    return statistics.median(values) if values else None
+
+
 def ratios(samples):
     """Ratios of medians (and of minima): the figures the targets are about."""
     def stat(kind, size, key):
@@ -97,6 +133,8 @@ def ratios(samples):
                 found.setdefault("deploy/baseline@%d" % size, {})[key] = deploy / baseline
             if noop:
                 found.setdefault("noop/deploy@%d" % size, {})[key] = noop / deploy
+            if noop and baseline:
+                found.setdefault("noop/baseline@%d" % size, {})[key] = noop / baseline
         if len(sizes) > 1:
             for kind in ("deploy", "baseline"):
                 if stat(kind, sizes[0], key) and stat(kind, sizes[-1], key):
@@ -110,63 +148,148 @@ def ratios(samples):
     return found
 
 
-def markdown(meta, samples, cpu=None):
+def _sizes(values):
+    return ", ".join(str(size) for size in values)
+
+
+def targets(samples, cpu=None):
+    """TARGETS against the medians: [(label, value, detail, met)]; value and met are None
+    when none of the target's sizes was measured."""
+    found = ratios(samples)
+    rows = []
+    for label, rule, sizes, limit in TARGETS:
+        value, detail = None, ""
+        if rule in ("noop/baseline", "deploy/baseline"):
+            measured = {size: found["%s@%d" % (rule, size)]["median"] for size in sizes
+                        if "%s@%d" % (rule, size) in found}
+            if measured:
+                worst = max(measured, key=measured.get)
+                missing = [size for size in sizes if size not in measured]
+                value = measured[worst]
+                detail = "%s %d nodes" % ("at" if len(measured) == 1 else "largest at", worst)
+                if missing:
+                    detail += "; %s not measured" % _sizes(missing)
+        elif rule == "cpu/node":
+            per_node = {int(size): median(cpu, "deploy", size) / int(size) for size in (cpu or {}).get("deploy", {})
+                        if median(cpu, "deploy", size) is not None}
+            if per_node:
+                worst = max(per_node, key=per_node.get)
+                value = per_node[worst]
+                detail = "%s %d nodes" % ("at" if len(per_node) == 1 else "largest at", worst)
+        elif rule == "scaling":
+            both = sorted(int(size) for size in samples.get("deploy", {})
+                          if median(samples, "deploy", size) and median(samples, "baseline", size))
+            if len(both) > 1:
+                small, large = both[0], both[-1]
+                deploy = median(samples, "deploy", large) / median(samples, "deploy", small)
+                baseline = median(samples, "baseline", large) / median(samples, "baseline", small)
+                value = deploy / baseline
+                detail = "deploy x%.2f, baseline x%.2f" % (deploy, baseline)
+                label = label % (small, large)
+                if (small, large) != tuple(sizes):
+                    label += " (the issue: %d to %d)" % tuple(sizes)
+            else:
+                label = label % tuple(sizes)
+        elif rule == "plan":
+            value = median(samples, "plan", sizes[0])
+        rows.append((label, value, detail, None if value is None else value <= limit))
+    return rows
+
+
+def _table(sizes, columns, left=()):
+    """A markdown table with a row per node count; columns: [(title, cell(size))], right-aligned
+    but for the titles in left."""
+    lines = ["| nodes | %s |" % " | ".join(column[0] for column in columns),
+             "|---:|%s|" % "|".join("---" if column[0] in left else "---:" for column in columns)]
+    for size in sizes:
+        lines.append("| %d | %s |" % (size, " | ".join(column[1](size) for column in columns)))
+    return lines
+
+
+def markdown(meta, samples, cpu=None, tasks=None):
+    """results.md. cpu and tasks (CPU seconds, tasks per node) as samples: {kind: {size: [value]}};
+    what was not measured (older results.json files, runs without --mitogen) is left out."""
     lines = ["# Deploy benchmark", "",
              "%s, commit %s, %d CPUs, %d repetitions, %d simulated NPUs per node, image %s."
              % (meta["date"], meta["commit"], meta["cpus"], meta["reps"], meta["npus_per_node"], meta["image"]),
-             "Written by `bench/run.sh`; seconds of wall time, min / median / max.", "",
-             "![deploy, no-op deploy and baseline against the node count](results.svg)", "",
-             "| nodes | baseline (s) | deploy (s) | no-op deploy (s) | deploy / baseline | no-op / deploy |",
-             "|---:|---|---|---|---:|---:|"]
+             "Written by `bench/run.sh`; seconds of wall time, min / median / max.", ""]
+    mitogen = any(samples.get(kind) for kind in MITOGEN_KINDS)
+    if mitogen:
+        lines += ["The Mitogen columns: deploy.yml and the no-op deploy again on fresh nodes in each repetition,",
+                  "with Mitogen%s's strategy `mitogen_linear` (`bench/run.sh --mitogen`)."
+                  % (" " + meta["mitogen"] if meta.get("mitogen") else ""), ""]
+    kinds = [(kind, title) for kind, title in DEPLOY_KINDS if mitogen or kind not in MITOGEN_KINDS]
+    lines += ["![deploy, no-op deploy and baseline against the node count](results.svg)", ""]
     found = ratios(samples)
+    sizes = sorted(set(int(size) for kind in ["baseline"] + [pair[0] for pair in kinds]
+                       for size in samples.get(kind, {})))
 
-    def cell(kind, size):
-        values = samples.get(kind, {}).get(str(size))
-        if not values:
-            return "-"
-        s = summary(values)
-        return "%.1f / %.1f / %.1f" % (s["min"], s["median"], s["max"])
+    def cell(kind):
+        def text(size):
+            values = samples.get(kind, {}).get(str(size))
+            if not values:
+                return "-"
+            s = summary(values)
+            return "%.1f / %.1f / %.1f" % (s["min"], s["median"], s["max"])
+        return text
 
     def ratio(name):
         value = found.get(name)
         return "%.2f (min %.2f)" % (value["median"], value["min"]) if value else "-"
 
-    for size in sorted(int(size) for size in samples.get("deploy", {})):
-        lines.append("| %d | %s | %s | %s | %s | %s |" % (
-            size, cell("baseline", size), cell("deploy", size), cell("noop", size),
-            ratio("deploy/baseline@%d" % size), ratio("noop/deploy@%d" % size)))
+    def ratio_at(name):
+        return lambda size: ratio(name % size)
+
+    seconds = [("baseline (s)", cell("baseline"))] + [("%s (s)" % title, cell(kind)) for kind, title in kinds]
+    lines += _table(sizes, seconds + [("deploy / baseline", ratio_at("deploy/baseline@%d")),
+                                      ("no-op / baseline", ratio_at("noop/baseline@%d")),
+                                      ("no-op / deploy", ratio_at("noop/deploy@%d"))],
+                    left=[column[0] for column in seconds])
     scale = {kind: [name for name in found if name.startswith(kind + "@")] for kind in ("deploy", "baseline")}
     if scale["deploy"]:
         lines += ["", "Scaling from the smallest to the largest cluster: deploy %s, baseline %s."
                   % (ratio(scale["deploy"][0]), ratio(scale["baseline"][0]) if scale["baseline"] else "-")]
     for size in samples.get("plan", {}):
-        lines += ["", "`playbooks/plan.yml` on %s nodes (no connection): %s s." % (size, cell("plan", size))]
+        lines += ["", "`playbooks/plan.yml` on %s nodes (no connection): %s s." % (size, cell("plan")(size))]
+
+    def fixed(table, kind, digits, per_node=False):
+        def text(size):
+            value = median(table, kind, size)
+            return "-" if value is None else "%.*f" % (digits, value / size if per_node else value)
+        return text
+
     if cpu:
         lines += ["", "CPU seconds used on this machine by the command and its children (ssh, ansible-playbook",
-                  "and its workers; not the nodes' own processes), medians:", "",
-                  "| nodes | baseline | deploy | no-op deploy |", "|---:|---:|---:|---:|"]
-        for size in sorted(int(size) for size in cpu.get("deploy", {})):
-            lines.append("| %d | %s |" % (size, " | ".join(
-                "%.1f" % statistics.median(cpu[kind][str(size)]) if cpu.get(kind, {}).get(str(size)) else "-"
-                for kind in ("baseline", "deploy", "noop"))))
+                  "and its workers; not the nodes' own processes), medians:", ""]
+        lines += _table(sizes, [(title, fixed(cpu, kind, 1)) for kind, title in [("baseline", "baseline")] + kinds])
+    per_node = [("%s CPU (s/node)" % title, fixed(cpu, kind, 2, per_node=True)) for kind, title in kinds
+                if (cpu or {}).get(kind)]
+    counted = [("%s tasks/node" % title, fixed(tasks, kind, 1)) for kind, title in kinds if (tasks or {}).get(kind)]
+    if per_node or counted:
+        said = (["those CPU seconds divided by the node count"] if per_node else []) + \
+            (["the tasks a host went through (ok + skipped in the run's PLAY RECAP, the mean over the hosts)"]
+             if counted else [])
+        lines += ["", "Per node, medians: %s:" % ", and ".join(said), ""]
+        lines += _table(sizes, per_node + counted)
     lines += ["", "| target | measured (median) | met |", "|---|---:|---|"]
-    for label, name, limit in TARGETS:
-        value = found.get(name)
+    for label, value, detail, met in targets(samples, cpu):
         if value is None:
-            lines.append("| %s | not measured | - |" % label)
+            lines.append("| %s | - | not measured |" % label)
         else:
-            lines.append("| %s | %.2f | %s |" % (label, value["median"], "yes" if value["median"] <= limit else "no"))
+            lines.append("| %s | %.2f%s | %s |" % (label, value, " (%s)" % detail if detail else "",
+                                                   "yes" if met else "no"))
     lines.append("")
     return "\n".join(lines)
 
 
-# The chart's series: (kind, label, colour).
+# The chart's series: (kind, label, colour); a series without samples is left out.
 SERIES = (("deploy", "deploy.yml", "#c0392b"), ("noop", "no-op deploy.yml", "#e67e22"),
-          ("baseline", "by hand (baseline)", "#2e86c1"))
+          ("baseline", "by hand (baseline)", "#2e86c1"),
+          ("deploy_mitogen", "deploy.yml, Mitogen", "#8e44ad"), ("noop_mitogen", "no-op, Mitogen", "#27ae60"))
 
 
 def chart_svg(samples, width=640, height=360):
-    """Median seconds of the deploy, the no-op deploy and the baseline against the node count, as SVG."""
+    """Median seconds of the deploy, the no-op deploy, the baseline (and the Mitogen runs) against the node count, as SVG."""
     kinds = [series[0] for series in SERIES]
     sizes = sorted(set(int(size) for kind in kinds for size in samples.get(kind, {})))
     medians = {kind: {size: statistics.median(samples[kind][str(size)])
@@ -194,7 +317,8 @@ def chart_svg(samples, width=640, height=360):
     for size in sizes:
         parts.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (x_of(size), upper + plot_h + 18, size))
     parts.append('<text x="%.1f" y="%d" text-anchor="middle">nodes (one step each, not to scale)</text>' % (left + plot_w / 2, height - 6))
-    for index, (kind, label, colour) in enumerate(SERIES):
+    drawn = 0
+    for kind, label, colour in SERIES:
         points = [(x_of(size), y_of(value), value) for size, value in sorted(medians[kind].items())]
         if not points:
             continue
@@ -203,7 +327,8 @@ def chart_svg(samples, width=640, height=360):
         for x, y, value in points:
             parts.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (x, y, colour))
             parts.append('<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s">%.1f</text>' % (x, y - 7, colour, value))
-        legend_y = upper + 16 + 20 * index
+        legend_y = upper + 16 + 20 * drawn
+        drawn += 1
         parts.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>'
                      % (left + plot_w + 16, left + plot_w + 36, legend_y, legend_y, colour))
         parts.append('<text x="%d" y="%d">%s</text>' % (left + plot_w + 42, legend_y + 4, label))
@@ -212,22 +337,47 @@ def chart_svg(samples, width=640, height=360):
 
 
 class Results:
-    """Samples by kind and size, saved as results.json and results.md after every step."""
+    """Samples by kind and size, saved as results.json, results.md and results.svg after every step.
+    results.json: {"meta", "seconds", "cpu_seconds", "changed", "tasks_per_node", "ratios"}, each
+    but meta and ratios {kind: {size: [one value per run]}}; files from before tasks_per_node load too."""
 
     def __init__(self, out, meta):
-        self.out, self.meta, self.samples, self.cpu, self.changed = out, meta, {}, {}, {}
+        self.out, self.meta = out, meta
+        self.samples, self.cpu, self.changed, self.tasks = {}, {}, {}, {}
 
-    def add(self, size, kind, seconds, cpu, changed=None):
+    @classmethod
+    def load(cls, out):
+        with open(os.path.join(out, "results.json")) as handle:
+            data = json.load(handle)
+        results = cls(out, data["meta"])
+        results.samples, results.cpu = data["seconds"], data.get("cpu_seconds", {})
+        results.changed, results.tasks = data.get("changed", {}), data.get("tasks_per_node", {})
+        return results
+
+    def add(self, size, kind, seconds, cpu, changed=None, tasks=None):
+        """One run: wall and CPU seconds, {host: changed} and tasks per node from its PLAY RECAP."""
         self.samples.setdefault(kind, {}).setdefault(str(size), []).append(round(seconds, 2))
         self.cpu.setdefault(kind, {}).setdefault(str(size), []).append(round(cpu, 2))
         if changed is not None:
             self.changed.setdefault(kind, {}).setdefault(str(size), []).append(changed)
+        if tasks is not None:
+            self.tasks.setdefault(kind, {}).setdefault(str(size), []).append(round(tasks, 2))
 
     def save(self):
         with open(os.path.join(self.out, "results.json"), "w") as handle:
             json.dump({"meta": self.meta, "seconds": self.samples, "cpu_seconds": self.cpu, "changed": self.changed,
-                       "ratios": ratios(self.samples)}, handle, indent=2, sort_keys=True)
+                       "tasks_per_node": self.tasks, "ratios": ratios(self.samples)}, handle, indent=2, sort_keys=True)
+        self.write_report()
+
+    def write_report(self):
+        """results.md and results.svg from the samples."""
         with open(os.path.join(self.out, "results.md"), "w") as handle:
-            handle.write(markdown(self.meta, self.samples, self.cpu))
+            handle.write(markdown(self.meta, self.samples, self.cpu, self.tasks))
         with open(os.path.join(self.out, "results.svg"), "w") as handle:
             handle.write(chart_svg(self.samples))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python3 bench/report.py DIR  (rewrites DIR/results.md and results.svg from DIR/results.json)")
+    Results.load(sys.argv[1]).write_report()

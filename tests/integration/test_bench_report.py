@@ -1,4 +1,5 @@
-"""bench/report.py: the hand-run baseline script, the recap parser and the ratios."""
+"""bench/report.py: the hand-run baseline script, the PLAY RECAP parsers, the ratios, the targets
+and the report."""
 
 import json
 import os
@@ -65,6 +66,146 @@ def test_changed_tasks_from_the_last_recap():
         report.changed_tasks("no recap here")
 
 
+# The whole output of a real ansible-playbook run (ansible-core 2.19.14, the default callback with the
+# collection's ansible.cfg: callback_result_format = yaml), of this playbook:
+#   ANSIBLE_NOCOLOR=1 ANSIBLE_CONFIG=ansible.cfg .venv/bin/ansible-playbook -i 'node-a,node-b,' -c local \
+#       -e ansible_python_interpreter=.venv/bin/python play.yml
+#   - hosts: all
+#     gather_facts: false
+#     tasks:
+#       - name: ok on both
+#         ansible.builtin.debug:
+#           msg: hi
+#       - name: changed on node-a, skipped on node-b
+#         ansible.builtin.command: "true"
+#         when: inventory_hostname == 'node-a'
+#       - name: skipped on both
+#         ansible.builtin.debug:
+#           msg: never
+#         when: false
+#       - name: failure ignored on node-b
+#         ansible.builtin.command: "false"
+#         when: inventory_hostname == 'node-b'
+#         ignore_errors: true
+#       - name: rescued on node-a
+#         when: inventory_hostname == 'node-a'
+#         block:
+#           - name: fails
+#             ansible.builtin.command: "false"
+#         rescue:
+#           - name: rescue
+#             ansible.builtin.debug:
+#               msg: rescued
+#       - name: node-b stops here
+#         ansible.builtin.meta: end_host
+#         when: inventory_hostname == 'node-b'
+#       - name: only node-a gets here
+#         ansible.builtin.debug:
+#           msg: last
+# Trailing blanks are kept as \x20.
+REAL_RUN = """
+PLAY [all] *********************************************************************
+
+TASK [ok on both] **************************************************************
+ok: [node-a] =>\x20
+    msg: hi
+ok: [node-b] =>\x20
+    msg: hi
+
+TASK [changed on node-a, skipped on node-b] ************************************
+skipping: [node-b]
+changed: [node-a]
+
+TASK [skipped on both] *********************************************************
+skipping: [node-a]
+skipping: [node-b]
+
+TASK [failure ignored on node-b] ***********************************************
+skipping: [node-a]
+[ERROR]: Task failed: Module failed: non-zero return code
+Origin: /tmp/recap/play.yml:14:7
+
+12         msg: never
+13       when: false
+14     - name: failure ignored on node-b
+         ^ column 7
+
+fatal: [node-b]: FAILED! =>\x20
+    changed: true
+    cmd:
+    - 'false'
+    delta: '0:00:00.003713'
+    end: '2026-12-03 04:57:19.001829'
+    msg: non-zero return code
+    rc: 1
+    start: '2026-12-03 04:57:18.998116'
+    stderr: ''
+    stderr_lines: <omitted>
+    stdout: ''
+    stdout_lines: <omitted>
+...ignoring
+
+TASK [fails] *******************************************************************
+skipping: [node-b]
+[ERROR]: Task failed: Module failed: non-zero return code
+Origin: /tmp/recap/play.yml:21:11
+
+19       when: inventory_hostname == 'node-a'
+20       block:
+21         - name: fails
+             ^ column 11
+
+fatal: [node-a]: FAILED! =>\x20
+    changed: true
+    cmd:
+    - 'false'
+    delta: '0:00:00.003316'
+    end: '2026-12-03 04:57:19.420114'
+    msg: non-zero return code
+    rc: 1
+    start: '2026-12-03 04:57:19.416798'
+    stderr: ''
+    stderr_lines: <omitted>
+    stdout: ''
+    stdout_lines: <omitted>
+
+TASK [rescue] ******************************************************************
+ok: [node-a] =>\x20
+    msg: rescued
+
+TASK [node-b stops here] *******************************************************
+skipping: [node-a]
+
+TASK [node-b stops here] *******************************************************
+
+TASK [only node-a gets here] ***************************************************
+ok: [node-a] =>\x20
+    msg: last
+
+PLAY RECAP *********************************************************************
+node-a                     : ok=4    changed=1    unreachable=0    failed=0    skipped=2    rescued=1    ignored=0  \x20
+node-b                     : ok=2    changed=1    unreachable=0    failed=0    skipped=3    rescued=0    ignored=1  \x20
+
+"""
+
+
+def test_recap_and_tasks_per_node_from_a_real_run():
+    assert report.recap(REAL_RUN) == {
+        "node-a": {"ok": 4, "changed": 1, "unreachable": 0, "failed": 0, "skipped": 2, "rescued": 1, "ignored": 0},
+        "node-b": {"ok": 2, "changed": 1, "unreachable": 0, "failed": 0, "skipped": 3, "rescued": 0, "ignored": 1}}
+    # node-a: 4 ok + 2 skipped = 6 tasks (the failed task its rescue caught counts as rescued, not ok),
+    # node-b: 2 + 3 = 5 (it ended early); the mean is 5.5.
+    assert report.tasks_per_node(REAL_RUN) == 5.5
+    assert report.changed_tasks(REAL_RUN) == {"node-a": 1, "node-b": 1}
+    # Only the last PLAY RECAP counts.
+    earlier = "PLAY RECAP ***\nnode-a : ok=50 changed=0 unreachable=0 failed=0 skipped=50 rescued=0 ignored=0\n"
+    assert report.tasks_per_node(earlier + REAL_RUN) == 5.5
+    # bench-head 97 + 29 = 126, bench-worker-1 74 + 33 = 107: 116.5.
+    assert report.tasks_per_node(RECAP) == 116.5
+    with pytest.raises(ValueError):
+        report.tasks_per_node("PLAY RECAP ***\n\n")
+
+
 def test_ratios_and_targets_from_medians():
     samples = {"baseline": {"2": [10.0, 12.0, 11.0], "8": [20.0, 22.0, 21.0]},
                "deploy": {"2": [30.0, 33.0, 36.0], "8": [60.0, 66.0, 63.0]},
@@ -78,10 +219,19 @@ def test_ratios_and_targets_from_medians():
     assert found["plan@256"] == {"median": 5.0, "min": 4.0}
     table = report.markdown({"date": "d", "commit": "c", "cpus": 2, "reps": 3, "npus_per_node": 2, "image": "i"},
                             samples, json.loads(json.dumps(samples)))
-    assert "| 2 | 10.0 / 11.0 / 12.0 | 30.0 / 33.0 / 36.0 | 6.0 / 6.0 / 6.0 | 3.00 (min 3.00) | 0.18 (min 0.20) |" in table
+    # no-op / baseline at 2 nodes: 6 / 11 and 6 / 10 (the minima).
+    assert "| 2 | 10.0 / 11.0 / 12.0 | 30.0 / 33.0 / 36.0 | 6.0 / 6.0 / 6.0 | 3.00 (min 3.00) | 0.55 (min 0.60) " \
+        "| 0.18 (min 0.20) |" in table
     assert "| plan for 256 nodes within 10 s | 5.00 | yes |" in table
-    assert "| deploy within 1.3x of the baseline on 4 nodes | not measured | - |" in table
-    assert "| 8 nodes within 1.25x of 2 nodes | 1.91 | no |" in table
+    # deploy / baseline at 8 nodes: 63 / 21; 4 nodes was not measured.
+    assert "| deploy within 1.5x of the baseline at 4 and 8 nodes | 3.00 (at 8 nodes; 4 not measured) | no |" in table
+    # (63 / 33) / (21 / 11) = 1: the deploy grows as the baseline does.
+    assert "| deploy's growth from 2 to 8 nodes within 1.2x of the baseline's (the issue: 2 to 16) " \
+        "| 1.00 (deploy x1.91, baseline x1.91) | yes |" in table
+    # The CPU seconds are the samples here: 33 / 2 = 16.5 per node at 2 nodes, 63 / 8 at 8.
+    assert "| controller CPU at most 1.5 CPU-seconds per node per deploy (every size) | 16.50 (largest at 2 nodes) | no |" \
+        in table
+    assert "Mitogen" not in table
 
 
 def test_the_chart_plots_each_series_median_against_the_node_count():
@@ -102,3 +252,157 @@ def test_the_chart_plots_each_series_median_against_the_node_count():
     deploy, _noop, baseline = [[tuple(map(float, p.split(","))) for p in line.get("points").split()] for line in lines]
     assert deploy[1][1] < deploy[0][1] and deploy[0][1] < baseline[0][1]
     assert deploy[0][0] < deploy[1][0]
+
+
+META = {"date": "d", "commit": "c", "cpus": 2, "reps": 3, "npus_per_node": 2, "image": "i"}
+
+
+def three(median):
+    """Three samples whose median is the given one (and whose minimum is one less)."""
+    return [median + 2.0, median - 1.0, float(median)]
+
+
+def issue_samples():
+    """Medians at 2, 4, 8 and 16 nodes that meet every target, two of them just."""
+    medians = {"baseline": {2: 10, 4: 12, 8: 20, 16: 24},
+               "deploy": {2: 12, 4: 15, 8: 28, 16: 30},
+               "noop": {2: 8, 4: 9, 8: 20, 16: 20}}
+    samples = {kind: {str(size): three(value) for size, value in by_size.items()} for kind, by_size in medians.items()}
+    samples["plan"] = {"256": [4.0, 5.0, 6.0]}
+    cpu = {"deploy": {"2": three(2), "4": three(5), "8": three(12), "16": three(19.2)}}
+    return samples, cpu
+
+
+def by_label(rows):
+    return {label.split(" (")[0] if label.startswith("deploy's") else label: (value, detail, met)
+            for label, value, detail, met in rows}
+
+
+NOOP = "no-op deploy no longer than the baseline at 4, 8 and 16 nodes"
+DEPLOY = "deploy within 1.5x of the baseline at 4 and 8 nodes"
+CPU = "controller CPU at most 1.5 CPU-seconds per node per deploy (every size)"
+PLAN = "plan for 256 nodes within 10 s"
+
+
+def test_targets_met():
+    samples, cpu = issue_samples()
+    rows = report.targets(samples, cpu)
+    assert [row[0] for row in rows] == [NOOP, DEPLOY, CPU, "deploy's growth from 2 to 16 nodes within 1.2x of the baseline's",
+                                        PLAN]
+    found = by_label(rows)
+    # no-op / baseline: 9/12 = 0.75 at 4, 20/20 = 1.0 at 8, 20/24 at 16: the largest, 1.0, is just met.
+    assert found[NOOP] == (1.0, "largest at 8 nodes", True)
+    # deploy / baseline: 15/12 = 1.25 at 4, 28/20 = 1.4 at 8.
+    assert found[DEPLOY][0] == pytest.approx(1.4) and found[DEPLOY][1:] == ("largest at 8 nodes", True)
+    # CPU per node: 2/2 = 1.0, 5/4 = 1.25, 12/8 = 1.5 (just met), 19.2/16 = 1.2.
+    assert found[CPU] == (1.5, "largest at 8 nodes", True)
+    # (30/12) / (24/10) = 2.5 / 2.4.
+    value, detail, met = found["deploy's growth from 2 to 16 nodes within 1.2x of the baseline's"]
+    assert value == pytest.approx(2.5 / 2.4) and detail == "deploy x2.50, baseline x2.40" and met
+    assert found[PLAN] == (5.0, "", True)
+    table = report.markdown(META, samples, cpu)
+    assert "| %s | 1.00 (largest at 8 nodes) | yes |" % NOOP in table
+    assert "| %s | 1.40 (largest at 8 nodes) | yes |" % DEPLOY in table
+    assert "| %s | 1.50 (largest at 8 nodes) | yes |" % CPU in table
+    assert "| deploy's growth from 2 to 16 nodes within 1.2x of the baseline's | 1.04 (deploy x2.50, baseline x2.40) | yes |" \
+        in table
+
+
+def test_targets_not_met():
+    samples, cpu = issue_samples()
+    samples["noop"]["16"] = three(30)      # 30/24 = 1.25 at 16 nodes
+    samples["deploy"]["4"] = three(20)     # 20/12 at 4 nodes
+    samples["deploy"]["16"] = three(36)    # (36/12) / (24/10) = 3 / 2.4 = 1.25
+    cpu["deploy"]["16"] = three(32)        # 32/16 = 2 CPU seconds per node
+    samples["plan"]["256"] = [11.0, 12.0, 13.0]
+    found = by_label(report.targets(samples, cpu))
+    assert found[NOOP] == (1.25, "largest at 16 nodes", False)
+    assert found[DEPLOY][0] == pytest.approx(20 / 12) and found[DEPLOY][1:] == ("largest at 4 nodes", False)
+    assert found[CPU] == (2.0, "largest at 16 nodes", False)
+    value, detail, met = found["deploy's growth from 2 to 16 nodes within 1.2x of the baseline's"]
+    assert value == pytest.approx(1.25) and detail == "deploy x3.00, baseline x2.40" and met is False
+    assert found[PLAN] == (12.0, "", False)
+    table = report.markdown(META, samples, cpu)
+    assert "| %s | 1.25 (largest at 16 nodes) | no |" % NOOP in table
+    assert "| %s | 1.67 (largest at 4 nodes) | no |" % DEPLOY in table
+    assert "| %s | 2.00 (largest at 16 nodes) | no |" % CPU in table
+    assert "| %s | 12.00 | no |" % PLAN in table
+
+
+def test_targets_not_measured():
+    # One size, no CPU seconds, no plan.yml: nothing to judge.
+    samples = {"baseline": {"2": three(10)}, "deploy": {"2": three(12)}, "noop": {"2": three(8)}}
+    rows = report.targets(samples)
+    assert [(row[1], row[3]) for row in rows] == [(None, None)] * 5
+    table = report.markdown(META, samples)
+    for label in (NOOP, DEPLOY, CPU, "deploy's growth from 2 to 16 nodes within 1.2x of the baseline's", PLAN):
+        assert "| %s | - | not measured |" % label in table
+    # Some of the sizes: judged on those, the others named.
+    samples = {kind: {"2": three(10), "4": three(value)} for kind, value in (("baseline", 12), ("deploy", 15), ("noop", 9))}
+    found = by_label(report.targets(samples))
+    assert found[NOOP] == (0.75, "at 4 nodes; 8, 16 not measured", True)
+    assert found[DEPLOY] == (1.25, "at 4 nodes; 8 not measured", True)
+    assert found[CPU] == (None, "", None)
+    # (15/10) / (12/10) = 1.25, from 2 to 4 nodes.
+    assert ("deploy's growth from 2 to 4 nodes within 1.2x of the baseline's (the issue: 2 to 16)", pytest.approx(1.25),
+            "deploy x1.50, baseline x1.20", False) == report.targets(samples)[3]
+
+
+def test_per_node_columns_and_mitogen_only_with_samples():
+    samples = {"baseline": {"2": three(10), "4": three(12)}, "deploy": {"2": three(30), "4": three(40)},
+               "noop": {"2": three(20), "4": three(24)}}
+    cpu = {"baseline": {"2": three(1), "4": three(2)}, "deploy": {"2": three(9), "4": three(10)},
+           "noop": {"2": three(7), "4": three(8)}}
+    tasks = {"deploy": {"2": [120.0, 121.0, 120.5], "4": [110.0, 110.0, 111.0]},
+             "noop": {"2": [118.0, 118.0, 118.0], "4": [107.5, 107.5, 107.5]}}
+    table = report.markdown(META, samples, cpu, tasks)
+    assert "Mitogen" not in table
+    assert "| nodes | deploy CPU (s/node) | no-op deploy CPU (s/node) | deploy tasks/node | no-op deploy tasks/node |" in table
+    # 9/2 = 4.5 and 7/2 = 3.5 CPU seconds per node; tasks: medians 120.5 and 118.
+    assert "| 2 | 4.50 | 3.50 | 120.5 | 118.0 |" in table
+    assert "| 4 | 2.50 | 2.00 | 110.0 | 107.5 |" in table
+    assert len(ElementTree.fromstring(report.chart_svg(samples)).findall("{http://www.w3.org/2000/svg}polyline")) == 3
+
+    samples.update(deploy_mitogen={"2": three(15), "4": [19.0, 21.0, 20.0]}, noop_mitogen={"2": three(6), "4": three(8)})
+    cpu.update(deploy_mitogen={"2": three(5), "4": three(6)}, noop_mitogen={"2": three(3), "4": three(4)})
+    tasks.update(deploy_mitogen={"2": three(120.5), "4": three(110)}, noop_mitogen={"2": three(118), "4": three(107.5)})
+    table = report.markdown(dict(META, mitogen="0.3.29"), samples, cpu, tasks)
+    assert "with Mitogen 0.3.29's strategy `mitogen_linear`" in table
+    assert "| nodes | baseline (s) | deploy (s) | no-op deploy (s) | deploy, Mitogen (s) | no-op, Mitogen (s) " \
+        "| deploy / baseline | no-op / baseline | no-op / deploy |" in table
+    # 4 nodes: 40/12, 24/12, 24/40.
+    assert "| 4 | 11.0 / 12.0 / 14.0 | 39.0 / 40.0 / 42.0 | 23.0 / 24.0 / 26.0 | 19.0 / 20.0 / 21.0 | 7.0 / 8.0 / 10.0 " \
+        "| 3.33 (min 3.55) | 2.00 (min 2.09) | 0.60 (min 0.59) |" in table
+    assert "| nodes | baseline | deploy | no-op deploy | deploy, Mitogen | no-op, Mitogen |" in table
+    assert "| 2 | 1.0 | 9.0 | 7.0 | 5.0 | 3.0 |" in table
+    # Mitogen per node at 2 nodes: 5/2, 3/2 CPU seconds.
+    assert "| 2 | 4.50 | 3.50 | 2.50 | 1.50 | 120.5 | 118.0 | 120.5 | 118.0 |" in table
+    assert len(ElementTree.fromstring(report.chart_svg(samples)).findall("{http://www.w3.org/2000/svg}polyline")) == 5
+    # Only deploy_mitogen measured: both Mitogen columns, the missing one as "-".
+    del samples["noop_mitogen"]
+    assert "| 2 | 9.0 / 10.0 / 12.0 | 29.0 / 30.0 / 32.0 | 19.0 / 20.0 / 22.0 | 14.0 / 15.0 / 17.0 | - |" \
+        in report.markdown(META, samples)
+
+
+def test_results_round_trip_and_old_results_json(tmp_path):
+    results = report.Results(str(tmp_path), dict(META, mitogen=None))
+    results.add(2, "deploy", 30.004, cpu=9.0, changed={"bench-head": 3}, tasks=120.333)
+    results.add(2, "noop", 20.0, cpu=7.0, changed={}, tasks=118.0)
+    results.save()
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["seconds"]["deploy"] == {"2": [30.0]}
+    assert data["tasks_per_node"] == {"deploy": {"2": [120.33]}, "noop": {"2": [118.0]}}
+    assert data["changed"]["deploy"] == {"2": [{"bench-head": 3}]}
+    # A results.json from before tasks per node and Mitogen: the report leaves them out.
+    old = {"meta": META, "seconds": {"baseline": {"2": three(10)}, "deploy": {"2": three(30)}, "noop": {"2": three(20)}},
+           "cpu_seconds": {"baseline": {"2": three(1)}, "deploy": {"2": three(9)}, "noop": {"2": three(7)}},
+           "changed": {"deploy": {"2": [{"bench-head": 3}] * 3}}, "ratios": {}}
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    report.Results.load(str(tmp_path)).write_report()
+    table = (tmp_path / "results.md").read_text()
+    assert "| 2 | 9.0 / 10.0 / 12.0 | 29.0 / 30.0 / 32.0 | 19.0 / 20.0 / 22.0 | 3.00 (min 3.22) | 2.00 (min 2.11) " \
+        "| 0.67 (min 0.66) |" in table
+    assert "| nodes | deploy CPU (s/node) | no-op deploy CPU (s/node) |" in table and "| 2 | 4.50 | 3.50 |" in table
+    assert "tasks/node" not in table and "Mitogen" not in table
+    assert len(ElementTree.fromstring((tmp_path / "results.svg").read_text()).findall(
+        "{http://www.w3.org/2000/svg}polyline")) == 3
