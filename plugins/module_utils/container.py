@@ -30,6 +30,8 @@ RUNTIMES = ("host", "container")
 ENGINES = ("auto", "podman", "docker")
 UNIT = "ascend-engine.service"
 NAME = "ascend-engine"
+# The processes the supervisor runs, as host mode runs them in units of their own.
+PROCESSES = ("ray", "serve")
 MANAGEMENT_DEVICES = ("davinci_manager", "devmm_svm", "hisi_hdc")
 # The vllm-ascend document's mounts: the driver's tools and libraries the runtime needs inside.
 DRIVER_MOUNTS = ("/usr/local/dcmi", "/usr/local/Ascend/driver/tools/hccn_tool", "/usr/local/bin/npu-smi",
@@ -278,33 +280,33 @@ def image_problems(host, image, found, cluster):
     return problems
 
 
-def process_units(status_text, engine_unit, names=("ray", "serve")):
-    """The supervisor's processes in the shape of `systemctl show` of the host-mode units, so that
-    status.yml shows and judges both modes alike: {"ascend-ray.service": {...}, ...}.
+def process_units(status_text, engine_unit, units):
+    """The supervisor's processes (ray, serve) in the shape of `systemctl show` of the host-mode units, so
+    that status.yml shows and judges both modes alike: {units["ray"]: {...}, units["serve"]: {...}}.
 
     ``status_text``: what ``engine_supervisor.py status`` printed (JSON, or anything on failure);
-    ``engine_unit``: the engine unit's properties (ActiveState, ...).
+    ``engine_unit``: the engine unit's properties (ActiveState, ...); ``units``: the plan's cluster.units.
     """
     try:
         processes = json.loads(status_text or "{}")
     except ValueError:
         processes = {}
     running = (engine_unit or {}).get("ActiveState") == "active"
-    units = {}
-    for name in names:
+    found = {}
+    for name in PROCESSES:
         process = processes.get(name) if running and isinstance(processes, dict) else None
         if not process:
-            units["ascend-%s.service" % name] = {"LoadState": "not-found"}
+            found[units[name]] = {"LoadState": "not-found"}
             continue
         active = process.get("state") == "running"
-        units["ascend-%s.service" % name] = {
+        found[units[name]] = {
             "LoadState": "loaded",
             "ActiveState": "active" if active else "activating",
             "SubState": "running in %s" % NAME if active else "waiting in %s" % NAME,
             "NRestarts": str(process.get("restarts", 0)),
             "ActiveEnterTimestamp": (engine_unit or {}).get("ActiveEnterTimestamp", ""),
         }
-    return units
+    return found
 
 
 def supervisor_argv(program, *words):

@@ -79,6 +79,11 @@ API_NODE_OPTIONS = ("api_server_count",)
 
 # Each node's record of the model copied to it (the model role writes it, the preflight reads it).
 MODEL_MANIFEST = "/etc/ascend-inference/model.manifest.json"
+# The systemd units the roles install, by job; every role, status.yml and teardown.yml read the names from
+# the plan's cluster.units.
+UNITS = {"ray": "ascend-ray.service", "serve": "ascend-serve.service", "engine": container.UNIT,
+         "firewall": "ascend-firewall.service"}
+UNIT_DIR = "/etc/systemd/system"
 
 # config.json keys that hold the number of routed experts, by model family.
 EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
@@ -767,6 +772,8 @@ def make_plan(settings, nodes):
             "dp_rpc_port": settings["dp_rpc_port"] if settings["launcher"] == "mp" and dp > 1 and multi_node else None,
             "model_transfer_port": settings["model_transfer_port"],
             "model_manifest": MODEL_MANIFEST,
+            "units": dict(UNITS),
+            "unit_dir": UNIT_DIR,
             "service": service,
             "runtime": container.runtime(settings["runtime"], settings["container_image"],
                                          settings["container_engine"]),

@@ -99,8 +99,8 @@ def status_table(plan, hosts, found):
     for host in order:
         units = found.get(host, {}).get("units") or {}
         lines.append(STATUS_COLUMNS % (
-            host, nodes[host]["role"], _unit(units.get("ascend-ray.service", {}), cluster["launcher"] == "ray"),
-            _unit(units.get("ascend-serve.service", {}), bool(nodes[host]["serve_argv"]))))
+            host, nodes[host]["role"], _unit(units.get(cluster["units"]["ray"], {}), cluster["launcher"] == "ray"),
+            _unit(units.get(cluster["units"]["serve"], {}), bool(nodes[host]["serve_argv"]))))
     for host in cluster["node_order"]:
         ray = found.get(host, {}).get("ray") or {}
         if "rc" not in ray:
@@ -128,10 +128,9 @@ def status_problems(plan, hosts, found):
     for host in [host for host in cluster["node_order"] if host in hosts]:
         mine = found.get(host, {})
         units = mine.get("units") or {}
-        if cluster["launcher"] == "ray" and units.get("ascend-ray.service", {}).get("ActiveState") != "active":
-            lines.append("- %s: ascend-ray.service is not active" % host)
-        if nodes[host]["serve_argv"] and units.get("ascend-serve.service", {}).get("ActiveState") != "active":
-            lines.append("- %s: ascend-serve.service is not active" % host)
+        for job, wanted in (("ray", cluster["launcher"] == "ray"), ("serve", bool(nodes[host]["serve_argv"]))):
+            if wanted and units.get(cluster["units"][job], {}).get("ActiveState") != "active":
+                lines.append("- %s: %s is not active" % (host, cluster["units"][job]))
         ray = mine.get("ray") or {}
         if "rc" in ray:
             alive = _ray_answer(ray)

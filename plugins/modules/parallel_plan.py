@@ -351,6 +351,29 @@ cluster:
         the files with it).
       type: str
       returned: success
+    units:
+      description: The systemd units the roles install, by job (the engine container's is installed in container
+        mode only). The roles and C(status.yml) take the names from here; C(teardown.yml) and C(collect.yml),
+        which run without a plan (an inventory that no longer validates can still be torn down), spell them.
+      type: dict
+      returned: success
+      contains:
+        ray:
+          description: Ray's unit, C(ascend-ray.service).
+          type: str
+        serve:
+          description: The serve unit, C(ascend-serve.service).
+          type: str
+        engine:
+          description: The engine container's unit, C(ascend-engine.service).
+          type: str
+        firewall:
+          description: The members-only firewall's unit, C(ascend-firewall.service).
+          type: str
+    unit_dir:
+      description: Where the units are written, C(/etc/systemd/system).
+      type: str
+      returned: success
     service:
       description: Who runs Ray and the engine (from O(service_user)).
       type: dict

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils import planner
 from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
 
 IMAGE = "quay.io/ascend/vllm-ascend:v0.23.0"
@@ -203,12 +204,14 @@ def test_image_problems_name_both_releases_and_a_missing_ray():
 def test_supervisor_processes_look_like_the_host_units_for_status():
     status = json.dumps({"ray": {"state": "running", "pid": 6, "restarts": 2},
                          "serve": {"state": "waiting", "pid": None, "restarts": 0}})
-    units = container.process_units(status, {"ActiveState": "active", "ActiveEnterTimestamp": "Tue 2026-12-01 20:42:03 UTC"})
+    units = container.process_units(status, {"ActiveState": "active", "ActiveEnterTimestamp": "Tue 2026-12-01 20:42:03 UTC"},
+                                    planner.UNITS)
     assert units["ascend-ray.service"] == {"LoadState": "loaded", "ActiveState": "active",
                                            "SubState": "running in ascend-engine", "NRestarts": "2",
                                            "ActiveEnterTimestamp": "Tue 2026-12-01 20:42:03 UTC"}
     assert units["ascend-serve.service"]["ActiveState"] == "activating"
     # A stopped engine unit runs nothing, whatever a stale status said; garbage reads as nothing.
-    assert container.process_units(status, {"ActiveState": "inactive"})["ascend-ray.service"] == {"LoadState": "not-found"}
-    assert container.process_units("Error: no container", {"ActiveState": "active"})["ascend-serve.service"] == {
+    assert container.process_units(status, {"ActiveState": "inactive"}, planner.UNITS)["ascend-ray.service"] == {
+        "LoadState": "not-found"}
+    assert container.process_units("Error: no container", {"ActiveState": "active"}, planner.UNITS)["ascend-serve.service"] == {
         "LoadState": "not-found"}

@@ -6,6 +6,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.ascend.inference.plugins.module_utils import planner
 from ansible_collections.ascend.inference.plugins.module_utils import reports
 
 # `systemctl show --property=Id,LoadState,ActiveState,SubState,NRestarts,ActiveEnterTimestamp` as
@@ -19,7 +20,7 @@ SHOW = ("NRestarts=2\nId=ascend-serve.service\nLoadState=loaded\nActiveState=act
 PLAN = {
     "cluster": {"engine": "vllm-ascend", "launcher": "ray", "tensor_parallel_size": 4, "pipeline_parallel_size": 2,
                 "data_parallel_size": 1, "served_model_name": "qwen3", "node_order": ["node1", "node2"],
-                "ray_nodes_expected": 2, "api_port": 8000},
+                "ray_nodes_expected": 2, "api_port": 8000, "units": planner.UNITS},
     "nodes": {"node1": {"role": "head", "node_ip": "192.0.2.11", "serve_argv": ["vllm", "serve", "/m"]},
               "node2": {"role": "worker", "node_ip": "192.0.2.12", "serve_argv": None}},
 }
