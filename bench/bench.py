@@ -236,7 +236,10 @@ def mitogen_env(env):
     """env with Mitogen's linear strategy for ansible-playbook (Mitogen from MITOGEN_DIR)."""
     return dict(env, PYTHONPATH=os.pathsep.join([MITOGEN_DIR] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])),
                 ANSIBLE_STRATEGY_PLUGINS=os.path.join(MITOGEN_DIR, "ansible_mitogen", "plugins", "strategy"),
-                ANSIBLE_STRATEGY="mitogen_linear")
+                ANSIBLE_STRATEGY="mitogen_linear",
+                # Mitogen's own SSH client reads host_key_checking, not the inventory's ssh arguments
+                # (UserKnownHostsFile=/dev/null); the nodes are new containers with new host keys.
+                ANSIBLE_HOST_KEY_CHECKING="False")
 
 
 def deploy_twice(count, rep, inv, image, public_key, env, workdir, results, suffix=""):
