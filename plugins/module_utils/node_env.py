@@ -11,6 +11,12 @@ __metaclass__ = type
 SHELL_BOOKKEEPING = frozenset(["PWD", "OLDPWD", "SHLVL", "_"])
 
 
+# set_env.sh sourced by a clean shell (its output dropped, rc 3 when it fails), then every variable NUL-separated;
+# the script's path follows. The node_env role runs the same argv where the preflight's probe did not.
+SOURCE_ARGV = ["env", "-i", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+               "bash", "-c", '. "$1" >/dev/null 2>&1 || exit 3; env -0', "set_env"]
+
+
 def sourced_env(env0_output):
     """The variables of `env -0` (NUL-separated NAME=value entries) run by a clean shell that sourced
     set_env.sh, without the shell's own bookkeeping. A value may hold line breaks; NUL cannot occur."""

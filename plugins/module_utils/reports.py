@@ -46,8 +46,9 @@ def preflight_report(hosts, found, runtime_mode, model):
     lines = ["host %s: %s" % (host, problem) for host in hosts for problem in found.get(host, {}).get("problems") or []]
 
     def seen(key, keep_empty=True):
+        # None: the host has none to compare (no engine found, no model file).
         return dict((host, found[host][key]) for host in hosts
-                    if key in found.get(host, {}) and (keep_empty or found[host][key]))
+                    if found.get(host, {}).get(key) is not None and (keep_empty or found[host][key]))
 
     cann = seen("cann_version", keep_empty=False)
     if runtime_mode == "host" and _differ(cann):

@@ -130,3 +130,44 @@ def unit_lines(service, groups):
         lines.append("SupplementaryGroups=%s" % " ".join(groups))
     lines += ["StateDirectory=%s" % service["state_directory"], "WorkingDirectory=%s" % service["home"]]
     return lines + list(SANDBOX)
+
+
+def takeover_problems(node, user, group, comment, found_user, found_group):
+    """Why the account or its group may not be taken over; [] when both are absent or this collection's.
+
+    ``found_user``: {uid, gid, comment} of an existing account, or None; ``found_group``: {gid, members}, or
+    None. The account must carry ``comment`` (an account named by mistake, the deploy user say, must not be
+    changed); the group must be the account's own, without members (it reads the Ray token)."""
+    if found_user is not None and found_user["comment"] != comment:
+        return ['ascend_service_user %s is an existing account on host %s (uid %s, "%s") that ascend.inference did '
+                'not create: name a new account (the service_account role creates it), or set ascend_service_user: '
+                'root.' % (user, node, found_user["uid"], found_user["comment"])]
+    if found_group is not None and (found_user is None or found_group["gid"] != found_user["gid"]
+                                    or found_group["members"]):
+        return ['The group %s exists on host %s (gid %s, members "%s") but is not the service account\'s own group: '
+                'ascend.inference gives the account a group of its own, which reads the Ray token. Name a new account '
+                '(ascend_service_user), remove that group, or set ascend_service_user: root.'
+                % (group, node, found_group["gid"], ",".join(found_group["members"]))]
+    return []
+
+
+def account_commands(user, group, home, shell, comment, found_user, found_group):
+    """The argv lists that make the account and its group as wanted (system, no home created), in order.
+    Only for what takeover_problems lets through: an existing group is then the account's own."""
+    commands = []
+    if found_group is None:
+        commands.append(["groupadd", "--system", group])
+    if found_user is None:
+        commands.append(["useradd", "--system", "--gid", group, "--shell", shell, "--home-dir", home,
+                         "--no-create-home", "--comment", comment, user])
+        return commands
+    change = []
+    if found_group is None:  # our account, its group gone: the new group becomes its own
+        change += ["--gid", group]
+    if found_user["shell"] != shell:
+        change += ["--shell", shell]
+    if found_user["home"] != home:
+        change += ["--home", home]
+    if change:
+        commands.append(["usermod"] + change + [user])
+    return commands

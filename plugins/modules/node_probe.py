@@ -21,7 +21,9 @@ description:
     C(/dev/davinciN), what C(hccn_tool -i) takes) from O(device_map), else C(npu-smi info -t phyid-remap -p N),
     else the Phy-ID column of the C(npu-smi info) table (Atlas A3), else the logic ID (as on a host).
     Where chips and device files disagree, the problems name both numbers."
-  - One module run instead of one per question, so a preflight costs one round trip per node.
+  - One module run instead of one per question, so a preflight costs one round trip per node. The later
+    roles read what it found about their own files, programs and units (O(paths), O(programs), O(units)) instead
+    of asking the node again.
   - Reads only; a tool that fails is reported in the result, never as a module failure,
     so the caller can name every problem at once.
 author:
@@ -106,6 +108,21 @@ options:
         device files, the CANN toolkit, the driver's libraries, the model and the engine.
     type: str
     default: root
+  paths:
+    description: Paths whose existence to report in RV(paths) (a dangling symbolic link exists).
+    type: list
+    elements: path
+    default: []
+  programs:
+    description: Programs to look up on PATH and in the system directories, reported in RV(programs).
+    type: list
+    elements: str
+    default: []
+  units:
+    description: systemd units whose state to report in RV(units), read with one C(systemctl show).
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -229,23 +246,57 @@ service:
       type: list
       elements: str
   sample: {user: ascend-inference, device_group: HwHiAiUser, problems: []}
+paths:
+  description: Whether each of O(paths) exists, by path.
+  returned: always
+  type: dict
+  sample: {/etc/systemd/system/ascend-engine.service: false}
+programs:
+  description: The path of each of O(programs), or null where it is not installed.
+  returned: always
+  type: dict
+  sample: {nft: /usr/sbin/nft}
+units:
+  description:
+    - Each of O(units) with its C(load), C(active) and C(enabled) state (systemd's C(LoadState), C(ActiveState) and
+      C(UnitFileState)) and whether it is C(running) (loaded, active and enabled); empty when systemctl is missing
+      or fails.
+  returned: always
+  type: dict
+  sample: {ascend-firewall.service: {load: loaded, active: active, enabled: enabled, running: true}}
+cann_env:
+  description:
+    - What the CANN toolkit's C(set_env.sh) (the C(set_env) of RV(cann)) exports, sourced by a clean C(bash) (C(env -i), a
+      standard PATH) as the node_env role reads it - C(set_env), C(rc) (3 when sourcing failed) and the
+      C(variables); null without a toolkit.
+  returned: always
+  type: dict
+  sample: {set_env: /usr/local/Ascend/ascend-toolkit/set_env.sh, rc: 0, variables: {ASCEND_HOME_PATH: /usr/local/Ascend/ascend-toolkit/latest}}
+hostname:
+  description: The C(running) host name (the kernel's) and the C(static) one (the first line of C(/etc/hostname), null without it).
+  returned: always
+  type: dict
+  sample: {running: node-1, static: node-1}
 """
 
 import grp
 import json
 import os
 import pwd
+import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
+from ansible_collections.ascend.inference.plugins.module_utils import node_env
 from ansible_collections.ascend.inference.plugins.module_utils import node_io
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read as _read
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
 from ansible_collections.ascend.inference.plugins.module_utils import npu
+from ansible_collections.ascend.inference.plugins.module_utils import reports
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 
@@ -423,6 +474,31 @@ def _service(user, account, device_ids, paths):
     return {"user": user, "device_group": group, "problems": problems}, (uid, gids)
 
 
+def _units(module, names):
+    """{unit: {load, active, enabled}} from one systemctl call; {} when systemctl cannot tell."""
+    systemctl = module.get_bin_path("systemctl") if names else None
+    if not systemctl:
+        return {}
+    rc, out, _err = _run(module, [systemctl, "show", "--property=Id,LoadState,ActiveState,UnitFileState", "--"] + names)
+    if rc != 0:
+        return {}
+    return parse.unit_states(reports.systemctl_units(out), names)
+
+
+def _cann_env(module, set_env):
+    """What set_env.sh exports to a clean shell, or None without one."""
+    if not set_env:
+        return None
+    rc, out, _err = _run(module, node_env.SOURCE_ARGV + [set_env])
+    return {"set_env": set_env, "rc": rc, "variables": node_env.sourced_env(out) if rc == 0 else {}}
+
+
+def _hostname():
+    static = _read("/etc/hostname")
+    return {"running": socket.gethostname(),
+            "static": static.strip().split("\n")[0] if static and static.strip() else None}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -441,6 +517,9 @@ def main():
             )),
             engine_container=dict(type="bool", default=False),
             service_user=dict(type="str", default=service_account.ROOT),
+            paths=dict(type="list", elements="path", default=[]),
+            programs=dict(type="list", elements="str", default=[]),
+            units=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -497,6 +576,11 @@ def main():
         container_mounts_missing=[p for p in container.DRIVER_MOUNTS if not os.path.exists(p)]
         if module.params["engine_container"] else [],
         service=service,
+        paths=dict((path, os.path.lexists(path)) for path in module.params["paths"]),
+        programs=dict((name, module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin"])) for name in module.params["programs"]),
+        units=_units(module, module.params["units"]),
+        cann_env=_cann_env(module, toolkit["set_env"] if toolkit else None),
+        hostname=_hostname(),
     )
 
 

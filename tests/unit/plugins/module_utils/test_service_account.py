@@ -148,3 +148,36 @@ def test_the_plan_refuses_a_bad_account_name():
     with pytest.raises(PlanError) as caught:
         make_plan({"engine": "vllm-mindspore", "model": "/m", "service_user": "x\n$(id)"}, two_nodes())
     assert [e for e in caught.value.errors if e.startswith("ascend_service_user")]
+
+
+COMMENT = "ascend.inference services"
+OURS = {"uid": 998, "gid": 998, "comment": COMMENT, "home": "/var/lib/ascend-inference", "shell": "/usr/sbin/nologin"}
+
+
+def test_an_account_or_group_someone_else_made_is_refused_naming_the_host():
+    deploy = dict(OURS, uid=1000, comment="Deploy user")
+    assert sa.takeover_problems("node1", "deploy", "deploy", COMMENT, deploy, {"gid": 998, "members": []}) == [
+        'ascend_service_user deploy is an existing account on host node1 (uid 1000, "Deploy user") that '
+        'ascend.inference did not create: name a new account (the service_account role creates it), or set '
+        'ascend_service_user: root.']
+    # A group of the account's name with a member, and no account: the group is not the account's own.
+    assert sa.takeover_problems("node1", "svc", "svc", COMMENT, None, {"gid": 997, "members": ["deploy"]}) == [
+        'The group svc exists on host node1 (gid 997, members "deploy") but is not the service account\'s own group: '
+        'ascend.inference gives the account a group of its own, which reads the Ray token. Name a new account '
+        '(ascend_service_user), remove that group, or set ascend_service_user: root.']
+    # Our account with another group ID than the group's.
+    assert sa.takeover_problems("n", "svc", "svc", COMMENT, OURS, {"gid": 5, "members": []})
+    assert sa.takeover_problems("n", "svc", "svc", COMMENT, OURS, {"gid": 998, "members": []}) == []
+    assert sa.takeover_problems("n", "svc", "svc", COMMENT, None, None) == []
+
+
+def test_only_what_is_missing_or_different_is_changed():
+    wanted = ("svc", "svc", "/var/lib/ascend-inference", "/usr/sbin/nologin", COMMENT)
+    assert sa.account_commands(*wanted, found_user=None, found_group=None) == [
+        ["groupadd", "--system", "svc"],
+        ["useradd", "--system", "--gid", "svc", "--shell", "/usr/sbin/nologin", "--home-dir",
+         "/var/lib/ascend-inference", "--no-create-home", "--comment", COMMENT, "svc"]]
+    assert sa.account_commands(*wanted, found_user=OURS, found_group={"gid": 998, "members": []}) == []
+    # Our account whose group was removed, and whose shell was changed by hand.
+    assert sa.account_commands(*wanted, found_user=dict(OURS, shell="/bin/bash"), found_group=None) == [
+        ["groupadd", "--system", "svc"], ["usermod", "--gid", "svc", "--shell", "/usr/sbin/nologin", "svc"]]

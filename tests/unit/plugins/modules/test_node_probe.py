@@ -72,6 +72,9 @@ def test_reads_every_answer_in_one_run(run_module, tmp_path):
     assert result["cann"]["layout"] == "cann" and result["cann"]["set_env"] == str(home / "cann" / "set_env.sh")
     assert result["cann_problems"] == [] and result["cann_notes"] == []
     assert result["driver"] == {"version": "24.1.rc2.2", "innerversion": "V100R001C18SPC001B233"}
+    # set_env.sh sourced by a clean shell, as node_env reads it: its variables and no bookkeeping of bash.
+    assert result["cann_env"]["rc"] == 0 and result["cann_env"]["set_env"] == str(home / "cann" / "set_env.sh")
+    assert result["cann_env"]["variables"]["ASCEND_HOME_PATH"] == "/x" and "SHLVL" not in result["cann_env"]["variables"]
     # The symbolic link is not counted; without a record of a copy nothing is compared with a manifest.
     assert result["model"] == {"files": 2, "bytes": 102, "digest": None, "mismatch": None}
     assert "127.0.0.1" in result["ipv4"]["lo"]
@@ -91,6 +94,7 @@ def test_failing_or_missing_tools_are_reported_not_raised(run_module, tmp_path):
     assert done.result["npu_smi"]["rc"] == 187 and "-8005" in done.result["npu_smi"]["stderr"]
     assert done.result["npu"]["chips"] == [] and done.result["npu"]["problems"] == []
     assert done.result["cann_version"] is None and done.result["cann"] is None and done.result["driver"] is None
+    assert done.result["cann_env"] is None
     assert done.result["model"] == {"files": 0, "bytes": 0, "digest": None, "mismatch": None}
     missing = run_module(main, {"npu_smi": "no-such-npu-smi"})
     assert missing.result["npu_smi"]["rc"] == 127 and "not found" in missing.result["npu_smi"]["stderr"]
@@ -225,3 +229,54 @@ def test_the_service_account_is_told_which_model_file_it_cannot_read(run_module,
             % (weights, weights, info.st_uid, info.st_gid)]
     finally:
         shutil.rmtree(model)
+
+
+# systemctl show's blocks for two units, one of them unknown (systemd prints Id as asked, LoadState=not-found and
+# an empty UnitFileState for it).
+SYSTEMCTL_SHOW = ("Id=ascend-firewall.service\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\n\n"
+                  "Id=ascend-engine.service\nLoadState=not-found\nActiveState=inactive\nUnitFileState=\n")
+
+
+def test_the_later_roles_questions_are_answered_in_the_same_run(run_module, tmp_path, monkeypatch):
+    """Paths, programs, unit states and host names: what hostnames, firewall, ray_cluster and serve would
+    otherwise ask in a round trip each."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    asked = tmp_path / "asked"
+    systemctl = bin_dir / "systemctl"
+    systemctl.write_text("#!/bin/sh\necho \"$@\" > %s\nprintf '%%s' '%s'\n" % (asked, SYSTEMCTL_SHOW))
+    systemctl.chmod(0o755)
+    # A name of its own: this machine may have a real nft in /usr/sbin, which is searched first.
+    (bin_dir / "probe-test-tool").write_text("#!/bin/sh\n")
+    (bin_dir / "probe-test-tool").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    there = tmp_path / "unit"
+    there.write_text("")
+    dangling = tmp_path / "dangling"
+    os.symlink(str(tmp_path / "gone"), str(dangling))
+    done = run_module(main, {"npu_smi": "no-such-npu-smi",
+                             "paths": [str(there), str(dangling), str(tmp_path / "absent")],
+                             "programs": ["probe-test-tool", "no-such-program-here"],
+                             "units": ["ascend-firewall.service", "ascend-engine.service"]})
+    result = done.result
+    assert result["paths"] == {str(there): True, str(dangling): True, str(tmp_path / "absent"): False}
+    assert result["programs"] == {"probe-test-tool": str(bin_dir / "probe-test-tool"), "no-such-program-here": None}
+    assert result["units"] == {"ascend-firewall.service": {"load": "loaded", "active": "active", "enabled": "enabled",
+                                                           "running": True},
+                               "ascend-engine.service": {"load": "not-found", "active": "inactive", "enabled": None,
+                                                         "running": False}}
+    assert asked.read_text().split() == ["show", "--property=Id,LoadState,ActiveState,UnitFileState", "--",
+                                         "ascend-firewall.service", "ascend-engine.service"]
+    assert result["hostname"]["running"] == socket.gethostname()
+
+
+def test_units_are_unknown_when_systemctl_fails(run_module, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemctl").write_text("#!/bin/sh\necho 'Failed to connect to bus: Host is down' >&2\nexit 1\n")
+    (bin_dir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "units": ["ascend-ray.service"]})
+    assert done.result["units"] == {}
+    # Nothing asked, nothing run.
+    assert run_module(main, {"npu_smi": "no-such-npu-smi"}).result["units"] == {}
