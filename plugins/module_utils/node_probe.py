@@ -90,8 +90,9 @@ def unit_states(shown, names):
     return states
 
 
-# Run by the engine's own interpreter: the installed version of each distribution named in argv.
-DISTRIBUTION_VERSIONS = (
+# Run by a Python environment's interpreter (the engine's, Ray's): its version and the installed version of each
+# distribution named in argv.
+PYTHON_VERSIONS = (
     "import importlib.metadata as m, json, sys\n"
     "found = {}\n"
     "for name in sys.argv[1:]:\n"
@@ -99,7 +100,7 @@ DISTRIBUTION_VERSIONS = (
     "        found[name] = m.version(name)\n"
     "    except m.PackageNotFoundError:\n"
     "        found[name] = None\n"
-    "print(json.dumps(found))\n"
+    "print(json.dumps({'version': sys.version.split()[0], 'distributions': found}))\n"
 )
 
 

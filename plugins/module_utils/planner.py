@@ -77,8 +77,14 @@ REFUSED_OPTIONS = sorted(set(OWNED_OPTIONS) | set(LAYOUT_OPTIONS))
 # only (vLLM 0.23 and later refuse --api-server-count on a headless node).
 API_NODE_OPTIONS = ("api_server_count",)
 
-# Each node's record of the model copied to it (the model role writes it, the preflight reads it).
-MODEL_MANIFEST = "/etc/ascend-inference/model.manifest.json"
+# Where the collection keeps its files on a node (ascend_config_dir) and the Python environment that holds Ray
+# and the engine (ascend_python_env); every role reads them, and the files in the directory, from the plan.
+CONFIG_DIR = "/etc/ascend-inference"
+PYTHON_ENV = "/opt/ascend-inference/venv"
+# The files in the config directory that more than one role reads: the node environment (node_env writes it,
+# the units load it), Ray's environment (ray_cluster writes it, serve's unit and the Ray clients load it) and each
+# node's record of the model copied to it (the model role writes it, the preflight reads it).
+CONFIG_FILES = {"node_env_file": "node.env", "ray_env_file": "ray.env", "model_manifest": "model.manifest.json"}
 # The systemd units the roles install, by job; every role, status.yml and teardown.yml read the names from
 # the plan's cluster.units.
 UNITS = {"ray": "ascend-ray.service", "serve": "ascend-serve.service", "engine": container.UNIT,
@@ -119,6 +125,8 @@ DEFAULTS = {
     "runtime": "host",
     "container_image": None,
     "container_engine": "auto",
+    "config_dir": CONFIG_DIR,
+    "python_env": PYTHON_ENV,
 }
 HOST_SERVICE_USER = "ascend-inference"
 NODE_DEFAULTS = {
@@ -638,6 +646,17 @@ def _check_settings(settings, check):
         check.fail(problem)
     for problem in input_rules.control_characters("ascend_container_image", settings["container_image"]):
         check.fail(problem)
+    for variable, key in (("ascend_config_dir", "config_dir"), ("ascend_python_env", "python_env")):
+        value = settings[key]
+        if not isinstance(value, str) or not value.startswith("/") or value.rstrip("/") == "":
+            check.fail("%s must be an absolute path other than / (found %r)", variable, value)
+        else:
+            for problem in input_rules.control_characters(variable, value):
+                check.fail(problem)
+    if settings["runtime"] == "container" and isinstance(settings["config_dir"], str) \
+            and settings["config_dir"].rstrip("/") != container.CONFIG_DIR:
+        check.fail("ascend_config_dir must stay %s in container mode (ascend_runtime: container): the engine container "
+                   "mounts that directory (found %r)", container.CONFIG_DIR, settings["config_dir"])
     settings["service_user"] = container.service_user(settings["runtime"], settings["service_user"],
                                                       HOST_SERVICE_USER)
     for problem in service_account.user_problems(settings["service_user"]):
@@ -656,6 +675,14 @@ def _additional_config_warnings(config, tp, dp, warnings):
             note = "" if config[key] == value else "; it says %r while the planner uses %d" % (config[key], value)
             warnings.append("ascend_additional_config.%s is not read by vllm-mindspore (TP and DP come from "
                             "the flags)%s" % (key, note))
+
+
+def config_paths(config_dir):
+    """The plan's config directory and the files in it that several roles read (CONFIG_FILES)."""
+    config_dir = config_dir.rstrip("/")
+    paths = dict((key, config_dir + "/" + name) for key, name in CONFIG_FILES.items())
+    paths["config_dir"] = config_dir
+    return paths
 
 
 def make_plan(settings, nodes):
@@ -746,7 +773,7 @@ def make_plan(settings, nodes):
         warnings.append("NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: %s"
                         % ", ".join(assumed))
     ray_launcher = settings["launcher"] == "ray"
-    return {
+    plan = {
         "cluster": {
             "engine": settings["engine"],
             "engine_version": release["engine_version"],
@@ -771,7 +798,7 @@ def make_plan(settings, nodes):
             "ray_address": "%s:%d" % (head["node_ip"], settings["ray_port"]) if ray_launcher else None,
             "dp_rpc_port": settings["dp_rpc_port"] if settings["launcher"] == "mp" and dp > 1 and multi_node else None,
             "model_transfer_port": settings["model_transfer_port"],
-            "model_manifest": MODEL_MANIFEST,
+            "python_env": settings["python_env"].rstrip("/"),
             "units": dict(UNITS),
             "unit_dir": UNIT_DIR,
             "service": service,
@@ -784,3 +811,6 @@ def make_plan(settings, nodes):
         "nodes": planned,
         "warnings": warnings,
     }
+    # config_dir, node_env_file, ray_env_file, model_manifest
+    plan["cluster"].update(config_paths(settings["config_dir"]))
+    return plan

@@ -118,6 +118,21 @@ options:
     type: list
     elements: str
     default: []
+  python:
+    description:
+      - A Python interpreter (the plan's environment's C(bin/python)) whose version and installed
+        O(python.distributions) to report in RV(python); omit to skip.
+    type: dict
+    suboptions:
+      path:
+        description: The interpreter.
+        type: path
+        required: true
+      distributions:
+        description: Distributions whose installed version to report.
+        type: list
+        elements: str
+        default: []
   units:
     description: systemd units whose state to report in RV(units), read with one C(systemctl show).
     type: list
@@ -264,6 +279,14 @@ units:
   returned: always
   type: dict
   sample: {ascend-firewall.service: {load: loaded, active: active, enabled: enabled, running: true}}
+python:
+  description:
+    - O(python.path) with its C(version) (null where it does not exist or does not run), the installed version
+      of each of O(python.distributions) by name (null for one not installed) and the C(error) of a run that failed;
+      null when O(python) is omitted.
+  returned: always
+  type: dict
+  sample: {path: /opt/ascend-inference/venv/bin/python, version: 3.11.2, distributions: {ray: 2.52.1}, error: null}
 cann_env:
   description:
     - What the CANN toolkit's C(set_env.sh) (the C(set_env) of RV(cann)) exports, sourced by a clean C(bash) (C(env -i), a
@@ -396,10 +419,10 @@ def _engine(module, spec):
             found["error"] = "no Python interpreter found from its first line %r" % first_line.strip()
         else:
             distributions = [spec["distribution"], "vllm"]
-            rc, out, err = _run(module, [found["interpreter"], "-c", parse.DISTRIBUTION_VERSIONS] + distributions)
+            rc, out, err = _run(module, [found["interpreter"], "-c", parse.PYTHON_VERSIONS] + distributions)
             try:
-                found["versions"] = json.loads(out) if rc == 0 else None
-            except ValueError:
+                found["versions"] = json.loads(out)["distributions"] if rc == 0 else None
+            except (ValueError, KeyError, TypeError):
                 found["versions"] = None
             if found["versions"] is None:
                 found["error"] = "%s failed (rc %d): %s" % (found["interpreter"], rc, (err or out).strip()[-300:])
@@ -493,6 +516,23 @@ def _cann_env(module, set_env):
     return {"set_env": set_env, "rc": rc, "variables": node_env.sourced_env(out) if rc == 0 else {}}
 
 
+def _python(module, spec):
+    """The interpreter's version and its distributions' versions, or None without ``spec``."""
+    if not spec:
+        return None
+    found = {"path": spec["path"], "version": None, "distributions": {}, "error": None}
+    if not os.access(spec["path"], os.X_OK):
+        return found
+    rc, out, err = _run(module, [spec["path"], "-c", parse.PYTHON_VERSIONS] + spec["distributions"])
+    try:
+        found.update(json.loads(out) if rc == 0 else {})
+    except ValueError:
+        rc = rc or 1
+    if rc != 0:
+        found["error"] = "%s failed (rc %d): %s" % (spec["path"], rc, (err or out).strip()[-300:])
+    return found
+
+
 def _hostname():
     static = _read("/etc/hostname")
     return {"running": socket.gethostname(),
@@ -520,6 +560,10 @@ def main():
             paths=dict(type="list", elements="path", default=[]),
             programs=dict(type="list", elements="str", default=[]),
             units=dict(type="list", elements="str", default=[]),
+            python=dict(type="dict", options=dict(
+                path=dict(type="path", required=True),
+                distributions=dict(type="list", elements="str", default=[]),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -580,6 +624,7 @@ def main():
         programs=dict((name, module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin"])) for name in module.params["programs"]),
         units=_units(module, module.params["units"]),
         cann_env=_cann_env(module, toolkit["set_env"] if toolkit else None),
+        python=_python(module, module.params["python"]),
         hostname=_hostname(),
     )
 

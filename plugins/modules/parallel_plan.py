@@ -167,6 +167,18 @@ options:
     type: str
     choices: [auto, podman, docker]
     default: auto
+  config_dir:
+    description:
+      - Where the collection keeps its files on every node (C(ascend_config_dir)) - the node and Ray environments,
+        the token, the serve environment, the firewall's rules, the model's record. An absolute path.
+    type: str
+    default: /etc/ascend-inference
+  python_env:
+    description:
+      - The Python environment on every node that holds Ray and the engine (C(ascend_python_env)), a virtualenv or
+        a prefix such as C(/usr). An absolute path.
+    type: str
+    default: /opt/ascend-inference/venv
   devices_pending:
     description:
       - The nodes' devices will be detected later (the preflight's first, inventory-only plan); where a
@@ -347,8 +359,27 @@ cluster:
       type: int
       returned: success
     model_manifest:
-      description: Each node's record of the model copied to it (the model role writes it; the preflight compares
-        the files with it).
+      description: Each node's record of the model copied to it, in RV(cluster.config_dir) (the model role writes it;
+        the preflight compares the files with it).
+      type: str
+      returned: success
+    config_dir:
+      description: O(config_dir) without a trailing slash; the roles' own directories default to it.
+      type: str
+      returned: success
+    node_env_file:
+      description: The node environment in RV(cluster.config_dir), C(node.env) (node_env writes it; the Ray and serve
+        units load it).
+      type: str
+      returned: success
+    ray_env_file:
+      description: Ray's environment in RV(cluster.config_dir), C(ray.env) (ray_cluster writes it; the serve unit and
+        the Ray clients load it to reach Ray with its token).
+      type: str
+      returned: success
+    python_env:
+      description: O(python_env) without a trailing slash; C(ray_cluster_env), C(serve_python_env) and
+        C(preflight_engine_env) default to it.
       type: str
       returned: success
     units:
@@ -588,6 +619,8 @@ ARGUMENT_SPEC = dict(
     runtime=dict(type="str", default=DEFAULTS["runtime"], choices=list(RUNTIMES)),
     container_image=dict(type="str"),
     container_engine=dict(type="str", default=DEFAULTS["container_engine"], choices=list(CONTAINER_ENGINES)),
+    config_dir=dict(type="str", default=DEFAULTS["config_dir"]),
+    python_env=dict(type="str", default=DEFAULTS["python_env"]),
     nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
 )
 

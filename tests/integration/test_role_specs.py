@@ -14,9 +14,26 @@ import yaml
 
 from conftest import REPO
 
+sys.path.insert(0, os.path.join(REPO, "collections"))
+from ansible_collections.ascend.inference.plugins.module_utils import planner  # noqa: E402
+
 ROLES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "roles", "*")) if os.path.isdir(p))
 # "{{ other | default('X') }}": the spec documents X, what the role gets when `other` is unset too.
 FALLBACK = re.compile(r"^\{\{\s*\w+\s*\|\s*default\((['\"])(.*)\1\)\s*\}\}$")
+# "{{ ascend_plan.cluster.KEY }}" (inside a longer default too): the spec documents the plan's value for an
+# inventory that leaves the path variables (ascend_config_dir, ascend_python_env) unset.
+PLAN_VALUE = re.compile(r"\{\{\s*ascend_plan\.cluster\.(\w+)\s*\}\}")
+PLAN_DEFAULTS = dict(planner.config_paths(planner.CONFIG_DIR), python_env=planner.PYTHON_ENV)
+
+
+def documented(value):
+    """What the spec's default must say for a defaults/main.yml value."""
+    if not isinstance(value, str):
+        return value
+    fallback = FALLBACK.match(value)
+    if fallback:
+        return fallback.group(2)
+    return PLAN_VALUE.sub(lambda found: PLAN_DEFAULTS[found.group(1)], value)
 
 
 def load(role, *path):
@@ -40,8 +57,7 @@ def test_defaults_and_argument_specs_agree(role):
                 problems.append("%s %s: no description" % (entry, name))
             if name in defaults and "default" in option:
                 value = defaults[name]
-                fallback = FALLBACK.match(value) if isinstance(value, str) else None
-                expected = fallback.group(2) if fallback else value
+                expected = documented(value)
                 if option["default"] != expected:
                     problems.append("%s %s: spec default %r, defaults/main.yml %r"
                                     % (entry, name, option["default"], value))
@@ -54,8 +70,9 @@ def test_defaults_and_argument_specs_agree(role):
 
 
 def test_the_check_sees_a_disagreement():
-    assert FALLBACK.match("{{ serve_python_env | default('/opt/ascend-inference/venv') }}").group(2) == \
-        "/opt/ascend-inference/venv"
+    assert documented("{{ serve_python_env | default('/opt/ascend-inference/venv') }}") == "/opt/ascend-inference/venv"
+    assert documented("{{ ascend_plan.cluster.config_dir }}/secrets.env") == "/etc/ascend-inference/secrets.env"
+    assert documented("{{ ascend_plan.cluster.python_env }}") == "/opt/ascend-inference/venv"
     assert not FALLBACK.match("{{ a ~ b }}")
 
 

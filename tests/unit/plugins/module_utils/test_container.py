@@ -215,3 +215,10 @@ def test_supervisor_processes_look_like_the_host_units_for_status():
         "LoadState": "not-found"}
     assert container.process_units("Error: no container", {"ActiveState": "active"}, planner.UNITS)["ascend-serve.service"] == {
         "LoadState": "not-found"}
+
+
+def test_the_config_directory_stays_where_the_engine_container_mounts_it():
+    assert errors(runtime="container", container_image=IMAGE, config_dir="/srv/ascend") == [
+        "ascend_config_dir must stay /etc/ascend-inference in container mode (ascend_runtime: container): the engine "
+        "container mounts that directory (found '/srv/ascend')"]
+    assert plan(runtime="container", container_image=IMAGE, config_dir="/etc/ascend-inference/")

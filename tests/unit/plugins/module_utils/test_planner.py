@@ -863,3 +863,22 @@ def test_vllm_api_key_in_extra_env_points_to_ascend_api_key():
 
 def test_hf_token_as_a_serve_option_points_to_the_environment():
     assert "HF_TOKEN in ascend_extra_env" in errors(serve_options={"hf_token": "hf_x"})[0]
+
+
+def test_the_plan_names_the_config_directory_its_shared_files_and_the_python_environment():
+    cluster = plan()["cluster"]
+    assert (cluster["config_dir"], cluster["python_env"]) == ("/etc/ascend-inference", "/opt/ascend-inference/venv")
+    assert (cluster["node_env_file"], cluster["ray_env_file"]) == (
+        "/etc/ascend-inference/node.env", "/etc/ascend-inference/ray.env")
+    moved = plan(config_dir="/srv/ascend/etc/", python_env="/srv/ascend/venv/")["cluster"]
+    assert (moved["config_dir"], moved["ray_env_file"], moved["model_manifest"], moved["python_env"]) == (
+        "/srv/ascend/etc", "/srv/ascend/etc/ray.env", "/srv/ascend/etc/model.manifest.json", "/srv/ascend/venv")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("config_dir", "etc/ascend", "ascend_config_dir must be an absolute path other than / (found 'etc/ascend')"),
+    ("python_env", "/", "ascend_python_env must be an absolute path other than / (found '/')"),
+    ("python_env", 3, "ascend_python_env must be an absolute path other than / (found 3)"),
+])
+def test_paths_that_are_not_absolute_directories_are_refused(key, value, message):
+    assert errors(**{key: value}) == [message]

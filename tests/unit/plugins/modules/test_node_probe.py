@@ -280,3 +280,16 @@ def test_units_are_unknown_when_systemctl_fails(run_module, tmp_path, monkeypatc
     assert done.result["units"] == {}
     # Nothing asked, nothing run.
     assert run_module(main, {"npu_smi": "no-such-npu-smi"}).result["units"] == {}
+
+
+def test_a_python_environments_versions_are_read_by_its_interpreter(run_module, tmp_path):
+    env, python = _engine_env(tmp_path, {"ray": "2.52.1"})
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "python": {"path": python, "distributions": ["ray", "vllm"]}})
+    found = done.result["python"]
+    assert found["path"] == python and found["error"] is None
+    assert found["version"] == "%d.%d.%d" % sys.version_info[:3]
+    assert found["distributions"] == {"ray": "2.52.1", "vllm": None}
+    # No environment yet: no version, no error (ray_cluster creates it).
+    missing = run_module(main, {"npu_smi": "no-such-npu-smi", "python": {"path": str(tmp_path / "none" / "bin" / "python")}})
+    assert missing.result["python"]["version"] is None and missing.result["python"]["error"] is None
+    assert run_module(main, {"npu_smi": "no-such-npu-smi"}).result["python"] is None
