@@ -45,12 +45,12 @@ def preflight_report(hosts, found, runtime_mode, model):
     their manifest digest where every node has one, by their files' count and bytes otherwise."""
     lines = ["host %s: %s" % (host, problem) for host in hosts for problem in found.get(host, {}).get("problems") or []]
 
-    def seen(key, keep_empty=True):
-        # None: the host has none to compare (no engine found, no model file).
-        return dict((host, found[host][key]) for host in hosts
-                    if found.get(host, {}).get(key) is not None and (keep_empty or found[host][key]))
+    def seen(key):
+        # Empty or null: the host has none to compare (no CANN, no engine found, no model file); ansible-core
+        # 2.18 renders a null fact as "".
+        return dict((host, found[host][key]) for host in hosts if found.get(host, {}).get(key))
 
-    cann = seen("cann_version", keep_empty=False)
+    cann = seen("cann_version")
     if runtime_mode == "host" and _differ(cann):
         lines.append("CANN versions differ; every node must run the same: "
                      + ", ".join("%s %s" % item for item in cann.items()))

@@ -139,7 +139,8 @@ def main():
     before = _lines(params["user"], params["group"], found_user, found_group)
     if commands and not module.check_mode:
         for argv in commands:
-            rc, out, err = module.run_command(argv)
+            # From the sbin directories too: a become method such as su may leave them off PATH.
+            rc, out, err = module.run_command([module.get_bin_path(argv[0], required=True)] + argv[1:])
             if rc != 0:
                 module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(argv), rc, (err or out).strip()),
                                  commands=commands)

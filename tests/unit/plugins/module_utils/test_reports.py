@@ -110,3 +110,12 @@ def test_models_are_compared_by_their_manifests_where_every_node_has_one():
         "- ascend_model /m differs between nodes: a: manifest 111111111111; b: manifest 222222222222"
     # One node without a record: counts and bytes, which agree.
     assert reports.preflight_report(["a", "b"], {"a": model(2, 9, "1" * 64), "b": model(2, 9, None)}, "host", "/m") == ""
+
+
+def test_hosts_without_an_engine_or_model_are_not_compared():
+    # ansible-core 2.18 renders the preflight's null summaries as "", 2.19 keeps null: neither is compared.
+    model = {"files": 2, "bytes": 9, "digest": None}
+    found = {"a": {"problems": [], "engine_summary": "vllm-ascend 0.23.0 on vLLM 0.23.0", "model_summary": model},
+             "b": {"problems": [], "engine_summary": "", "model_summary": ""},
+             "c": {"problems": [], "engine_summary": None, "model_summary": None}}
+    assert reports.preflight_report(["a", "b", "c"], found, "host", "/m") == ""

@@ -36,6 +36,7 @@ def accounts(monkeypatch):
 
     def run_command(self, argv, **kwargs):
         db["ran"].append(argv)
+        argv = [argv[0].rsplit("/", 1)[-1]] + argv[1:]
         if argv[0] == "groupadd":
             db["groups"][argv[-1]] = {"gid": 990, "members": []}
         elif argv[0] == "useradd":
@@ -48,13 +49,14 @@ def accounts(monkeypatch):
     monkeypatch.setattr(system_account.pwd, "getpwnam", getpwnam)
     monkeypatch.setattr(system_account.grp, "getgrnam", getgrnam)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/usr/sbin/" + name)
     return db
 
 
 def test_creates_the_group_then_the_account_once(run_module, accounts):
     done = run_module(system_account.main, dict(ARGS, _ansible_diff=True))
     assert not done.failed and done.result["changed"]
-    assert [argv[0] for argv in accounts["ran"]] == ["groupadd", "useradd"]
+    assert [argv[0] for argv in accounts["ran"]] == ["/usr/sbin/groupadd", "/usr/sbin/useradd"]
     assert done.result["diff"] == {"before": "", "after": "svc:990:990:%s:/var/lib/ascend-inference:/usr/sbin/nologin\n"
                                                           "svc:990:\n" % COMMENT}
     again = run_module(system_account.main, ARGS)
