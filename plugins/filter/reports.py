@@ -22,7 +22,8 @@ def _found(hostvars, hosts, names):
 
 PREFLIGHT = {"problems": "preflight_problems", "cann_version": "preflight_cann_version",
              "engine_summary": "preflight_engine_summary", "model_summary": "preflight_model_summary"}
-STATUS = {"units": "status_unit_state", "ray": "status_ray", "health": "status_health"}
+# Registered by status.yml (the units) and by the ray_cluster and serve roles' status entry points.
+STATUS = {"units": "status_unit_state", "ray": "ray_cluster_status", "health": "serve_status"}
 
 
 def preflight_report(hostvars, hosts, runtime_mode, model):
