@@ -54,9 +54,9 @@ def _stand_ins(tmp_path, with_systemd_run):
     return str(bin_dir)
 
 
-def _probe(tmp_path, path, **env):
-    return subprocess.run([sys.executable, PROBE, "127.0.0.1:1"], capture_output=True, text=True, timeout=60,
-                          check=False, env=dict(PATH=path, **env))
+def _probe(tmp_path, path, unit=None, **env):
+    return subprocess.run([sys.executable, PROBE, "127.0.0.1:1"] + ([unit] if unit else []), capture_output=True,
+                          text=True, timeout=60, check=False, env=dict(PATH=path, **env))
 
 
 def test_the_token_itself_never_reaches_the_transient_unit(tmp_path):
@@ -79,3 +79,11 @@ def test_no_systemd_run_is_a_sentence_not_a_traceback(tmp_path):
     proc = _probe(tmp_path, _stand_ins(tmp_path, False))
     assert proc.returncode != 0
     assert "only systemd-run can join" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_transient_unit_joins_the_ray_unit_it_is_given(tmp_path):
+    # The roles pass the plan's unit (cluster.units.ray); by hand the probe defaults to the same name.
+    proc = _probe(tmp_path, _stand_ins(tmp_path, True), unit="ray-other.service", RAY_AUTH_MODE="token",
+                  RAY_AUTH_TOKEN_PATH="/etc/ascend-inference/ray-auth-token")
+    assert proc.returncode == 0, proc.stderr
+    assert "--property=JoinsNamespaceOf=ray-other.service" in json.loads((tmp_path / "argv").read_text())

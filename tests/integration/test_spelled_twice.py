@@ -45,3 +45,9 @@ def test_node_env_sources_set_env_as_the_probe_does():
     with open(os.path.join(REPO, "roles", "node_env", "tasks", "cann.yml")) as handle:
         read = next(task for task in yaml.safe_load(handle) if task["name"].startswith("Read what set_env.sh"))
     assert read["ansible.builtin.command"]["argv"][:-1] == node_env.SOURCE_ARGV
+
+
+def test_the_ray_probe_defaults_to_the_plans_ray_unit():
+    # cluster_nodes.py is run by hand too, without the unit the roles pass.
+    with open(os.path.join(REPO, "roles", "ray_cluster", "files", "cluster_nodes.py")) as handle:
+        assert 'else "%s"' % planner.UNITS["ray"] in handle.read()

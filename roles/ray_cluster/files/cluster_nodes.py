@@ -1,13 +1,14 @@
 """Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ..., "node_id": ...}].
 
-Usage: cluster_nodes.py HEAD_IP:PORT, as root on a node of the cluster. Fails
+Usage: cluster_nodes.py HEAD_IP:PORT [RAY_UNIT], as root on a node of the cluster (the roles pass
+the plan's Ray unit, cluster.units.ray; by hand it defaults to ascend-ray.service). Fails
 within seconds when nothing listens there (ray.init would keep retrying a
 stopped cluster's address). The JSON is the only thing on stdout: Ray's own
 messages (for example its warning about a dead raylet, which it prints to
 stdout) go to stderr.
 
 A driver attaches to its node's raylet through the sockets in /tmp/ray, which
-a confined ascend-ray.service keeps in its private /tmp: the probe then runs
+a confined Ray unit keeps in its private /tmp: the probe then runs
 again in a transient unit that joins that /tmp (JoinsNamespaceOf=; nsenter
 would need CAP_SYS_PTRACE, which container nodes lack).
 """
@@ -17,7 +18,7 @@ import socket
 import subprocess
 import sys
 
-UNIT = "ascend-ray.service"
+UNIT = sys.argv[2] if len(sys.argv) > 2 else "ascend-ray.service"
 INSIDE = "ASCEND_PROBE_IN_RAY_NAMESPACE"
 SECRET = "RAY_AUTH_TOKEN"
 
