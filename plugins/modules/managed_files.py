@@ -86,6 +86,13 @@ options:
         description: Whether C(--diff) shows the content (a note replaces it when false).
         type: bool
         default: true
+      mount_point:
+        description:
+          - The file may be a mount point (a container's bind-mounted C(/etc/hostname) or C(/etc/hosts)), which a
+            rename cannot replace - where the rename fails so, the content is written into the file itself, as
+            M(ansible.builtin.copy) does with C(unsafe_writes), and a reader may see it half written.
+        type: bool
+        default: false
       validate:
         description:
           - A command that must accept the new content before anything is written, with C(%s) for a
@@ -143,6 +150,7 @@ paths:
   sample: {/etc/ascend-inference: [], /etc/ascend-inference/node.env: [content]}
 """
 
+import errno
 import grp
 import os
 import pwd
@@ -175,6 +183,7 @@ def wanted(module, spec, content):
         module.fail_json(msg=str(error))
     return {
         "content": content, "mode": mode, "owner": spec["owner"], "group": spec["group"],
+        "mount_point": spec.get("mount_point", False),
         "uid": account_id(module, "owner", spec["owner"], path),
         "gid": account_id(module, "group", spec["group"], path),
     }
@@ -238,6 +247,16 @@ def make_directory(path, want, have, changes):
     set_attributes(path, want, have)
 
 
+def write_in_place(path, want, have):
+    """The content written into the file itself (a mount point keeps its inode), then its attributes."""
+    with open(path, "r+b") as stream:
+        stream.truncate(0)
+        stream.write(want["content"])
+        stream.flush()
+        os.fsync(stream.fileno())
+    set_attributes(path, want, have)
+
+
 def write_file(module, path, want, have, changes):
     if "created" in changes or "content" in changes:
         directory = os.path.dirname(path)
@@ -255,7 +274,13 @@ def write_file(module, path, want, have, changes):
                 os.fsync(stream.fileno())
             if context:
                 module.set_context_if_different(temporary, context, False)
-            os.replace(temporary, path)
+            try:
+                os.replace(temporary, path)
+            except OSError as error:
+                # EBUSY: the path is a mount point; EXDEV: a file bind-mounted from another file system.
+                if not (want["mount_point"] and error.errno in (errno.EBUSY, errno.EXDEV)):
+                    raise
+                write_in_place(path, want, have)
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
@@ -277,6 +302,7 @@ def main():
                 mode=dict(type="raw", required=True),
                 owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
                 diff=dict(type="bool", default=True),
+                mount_point=dict(type="bool", default=False),
                 validate=dict(type="str"),
             )),
             secrets=dict(type="dict", default={}, no_log=True),

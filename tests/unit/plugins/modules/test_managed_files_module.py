@@ -195,3 +195,27 @@ def test_an_unquoted_yaml_mode_is_the_number_it_means(run_module, tmp_path):
     args["files"][0]["mode"] = 0o640  # YAML 1.1 reads 0640 as 416
     run_module(managed_files.main, args)
     assert mode_of(tmp_path / "etc" / "node.env") == 0o640
+
+
+def test_a_mount_point_is_written_in_place_where_a_rename_cannot_replace_it(run_module, monkeypatch, tmp_path):
+    """A container's bind-mounted /etc/hostname: rename(2) over it fails with EBUSY (as in podman nodes)."""
+    import errno
+    target = tmp_path / "hostname"
+    target.write_text("old-name\n")
+    inode = os.stat(str(target)).st_ino
+    real_replace = os.replace
+
+    def busy(source, destination):
+        if str(destination) == str(target):
+            raise OSError(errno.EBUSY, "Device or resource busy", str(destination))
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(managed_files.os, "replace", busy)
+    wanted = {"path": str(target), "content": "node-1\n", "mode": "0644", "owner": ME, "group": MY_GROUP}
+    refused = run_module(managed_files.main, {"files": [wanted]})
+    assert refused.failed and "Device or resource busy" in refused.result["msg"]
+    assert target.read_text() == "old-name\n"
+    done = run_module(managed_files.main, {"files": [dict(wanted, mount_point=True)]})
+    assert not done.failed and done.result["changed_paths"] == [str(target)]
+    assert target.read_text() == "node-1\n" and os.stat(str(target)).st_ino == inode and mode_of(target) == 0o644
+    assert os.listdir(str(tmp_path)) == ["hostname"]  # no temporary left
