@@ -289,7 +289,8 @@ def measure_plan(args, workdir, results):
         done = timed([ansible("ansible-playbook"), "playbooks/plan.yml", "-i", inv,
                       "-e", "ascend_plan_dir=" + plan_dir],
                      os.path.join(workdir, "plan-large-%d.log" % rep))
-        written = len(os.listdir(plan_dir))
+        # One JSON plan per node; plan.yml writes the layout picture (layout.svg) beside them.
+        written = len([name for name in os.listdir(plan_dir) if name.endswith(".json")])
         if written != args.plan_nodes:
             raise RuntimeError("plan.yml wrote %d node plans, expected %d" % (written, args.plan_nodes))
         results.add(args.plan_nodes, "plan", done.seconds, cpu=done.cpu)
