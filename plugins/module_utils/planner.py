@@ -84,7 +84,8 @@ PYTHON_ENV = "/opt/ascend-inference/venv"
 # The files in the config directory that more than one role reads: the node environment (node_env writes it,
 # the units load it), Ray's environment (ray_cluster writes it, serve's unit and the Ray clients load it) and each
 # node's record of the model copied to it (the model role writes it, the preflight reads it).
-CONFIG_FILES = {"node_env_file": "node.env", "ray_env_file": "ray.env", "model_manifest": "model.manifest.json"}
+CONFIG_FILES = {"node_env_file": "node.env", "secrets_env_file": "secrets.env", "ray_env_file": "ray.env",
+                "model_manifest": "model.manifest.json"}
 # The systemd units the roles install, by job; every role, status.yml and teardown.yml read the names from
 # the plan's cluster.units.
 UNITS = {"ray": "ascend-ray.service", "serve": "ascend-serve.service", "engine": container.UNIT,

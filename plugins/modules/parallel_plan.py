@@ -372,6 +372,11 @@ cluster:
         units load it).
       type: str
       returned: success
+    secrets_env_file:
+      description: The 0600 file in RV(cluster.config_dir), C(secrets.env), with the secret variables of
+        C(ascend_extra_env) (node_env writes it; the Ray and serve units load it).
+      type: str
+      returned: success
     ray_env_file:
       description: Ray's environment in RV(cluster.config_dir), C(ray.env) (ray_cluster writes it; the serve unit and
         the Ray clients load it to reach Ray with its token).
