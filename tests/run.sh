@@ -168,17 +168,32 @@ if ! setup; then
   exit 1
 fi
 
+# The lines of a stage's output that say what failed (CI shows only the end of the output):
+# pytest's summary and assertion lines, Ansible's fatal tasks, molecule's failed actions.
+why_failed() {
+  sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^ *│ \{0,1\}//' "$1" | awk '
+    /RETRYING/ { next }
+    /^FAILED$/ { getline name; print "FAILED " name; next }  # pytest wraps long test names in molecule boxes
+    /^(FAILED|ERROR)|^E +(assert|AssertionError|fatal: \[|\[ERROR\])|^\[ERROR\]|fatal: \[|Executed: Failed|[0-9]+ failed|FAILED after/' \
+    | tail -n 60
+}
+
 passed=0 failed=0 failed_names=()
 for stage in "${stages[@]}"; do
   log "$stage"
   start=$SECONDS
-  if "stage_$stage"; then
+  "stage_$stage" 2>&1 | tee "$work/$stage.log"
+  if [ "${PIPESTATUS[0]}" -eq 0 ]; then
     passed=$((passed + 1)); echo "--- $stage passed in $((SECONDS - start)) s"
   else
     failed=$((failed + 1)); failed_names+=("$stage"); echo "--- $stage FAILED after $((SECONDS - start)) s"
   fi
 done
 
+for stage in "${failed_names[@]}"; do
+  log "why $stage failed (from its output above)"
+  why_failed "$work/$stage.log"
+done
 echo
 [ "$failed" -eq 0 ] || echo "failed stages: ${failed_names[*]}"
 echo "stages: $passed passed, $failed failed"
