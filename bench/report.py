@@ -278,8 +278,64 @@ def markdown(meta, samples, cpu=None, tasks=None):
         else:
             lines.append("| %s | %.2f%s | %s |" % (label, value, " (%s)" % detail if detail else "",
                                                    "yes" if met else "no"))
+    lines += projection_lines(projection(samples, cpu, tasks))
     lines.append("")
     return "\n".join(lines)
+
+
+# The projection's controller sizes: cores of the controller, and Ansible forks (ansible.cfg has 20).
+PROJECTION_CORES = (2, 8, 16, 32)
+PROJECTION_FORKS = (20, 64, 128)
+
+
+def projection(samples, cpu, tasks, nodes=128, cores=PROJECTION_CORES, forks=PROJECTION_FORKS):
+    """A deploy on `nodes` nodes projected from the measured medians (arithmetic, not a run), or None
+    without CPU and task counts. Two bounds, the larger one wins:
+      CPU:     the controller's CPU seconds per node (largest measured size) x nodes / cores;
+      latency: tasks per node x the wall seconds a task took at the smallest measured size (the
+               least loaded run) x the rounds of forks each task needs (ceil(nodes / forks)).
+    Returns {"nodes", "cpu_per_node", "cpu_total", "tasks", "task_seconds", "from": (small, large),
+    "wall": {(cores, forks): seconds}}."""
+    measured = sorted(int(size) for size in (cpu or {}).get("deploy", {})
+                      if median(cpu, "deploy", size) is not None and median(tasks, "deploy", size)
+                      and median(samples, "deploy", size))
+    if not measured:
+        return None
+    small, large = measured[0], measured[-1]
+    cpu_per_node = median(cpu, "deploy", large) / large
+    task_count = median(tasks, "deploy", large)
+    task_seconds = median(samples, "deploy", small) / median(tasks, "deploy", small)
+    wall = {}
+    for core_count in cores:
+        for fork_count in forks:
+            rounds = -(-nodes // fork_count)
+            wall[(core_count, fork_count)] = max(cpu_per_node * nodes / core_count, task_count * task_seconds * rounds)
+    return {"nodes": nodes, "cpu_per_node": cpu_per_node, "cpu_total": cpu_per_node * nodes, "tasks": task_count,
+            "task_seconds": task_seconds, "from": (small, large), "wall": wall}
+
+
+def projection_lines(found):
+    """The projection as markdown (empty without one)."""
+    if not found:
+        return []
+    small, large = found["from"]
+    forks = sorted(set(fork_count for _, fork_count in found["wall"]))
+    cores = sorted(set(core_count for core_count, _ in found["wall"]))
+    lines = ["", "## Projection to %d nodes (arithmetic from the medians above, not a run)" % found["nodes"], "",
+             "The controller spends %.2f CPU-seconds per node per deploy (at %d nodes): %.0f CPU-seconds for %d nodes."
+             % (found["cpu_per_node"], large, found["cpu_total"], found["nodes"]),
+             "A node goes through %.0f tasks; a task took %.2f s of wall time at %d nodes, the least loaded run."
+             % (found["tasks"], found["task_seconds"], small),
+             "A deploy then takes at least the larger of: the CPU-seconds over the controller's cores, and the",
+             "tasks x that time x the rounds each task needs when the nodes outnumber the forks (ceil(nodes / forks)).",
+             "It leaves out what this machine cannot show: nodes with CPUs of their own (here the nodes and the",
+             "controller share the same CPUs), the network between them, and the controller's memory per fork.",
+             "", "| controller cores | %s |" % " | ".join("forks %d" % fork_count for fork_count in forks),
+             "|---:|%s|" % "|".join("---:" for _ in forks)]
+    for core_count in cores:
+        lines.append("| %d | %s |" % (core_count, " | ".join("%.0f s" % found["wall"][(core_count, fork_count)]
+                                                           for fork_count in forks)))
+    return lines
 
 
 # The chart's series: (kind, label, colour); a series without samples is left out.

@@ -406,3 +406,23 @@ def test_results_round_trip_and_old_results_json(tmp_path):
     assert "tasks/node" not in table and "Mitogen" not in table
     assert len(ElementTree.fromstring((tmp_path / "results.svg").read_text()).findall(
         "{http://www.w3.org/2000/svg}polyline")) == 3
+
+
+def test_projection_to_128_nodes_from_the_medians():
+    # 2 nodes: 30 s for 120 tasks, 0.25 s a task. 4 nodes (the largest): 10 CPU-s, 2.5 a node, 110 tasks.
+    samples = {"baseline": {"2": three(10), "4": three(12)}, "deploy": {"2": three(30), "4": three(40)}}
+    cpu = {"deploy": {"2": three(9), "4": three(10)}}
+    tasks = {"deploy": {"2": [120.0, 120.0, 120.0], "4": [110.0, 110.0, 110.0]}}
+    found = report.projection(samples, cpu, tasks, nodes=128, cores=(2, 16), forks=(20, 128))
+    assert (found["from"], found["cpu_per_node"], found["cpu_total"], found["tasks"], found["task_seconds"]) == \
+        ((2, 4), 2.5, 320.0, 110.0, 0.25)
+    # CPU bound 320/2 = 160 s and 320/16 = 20 s; latency bound 110 x 0.25 = 27.5 s a round,
+    # 7 rounds of 20 forks (192.5 s) or 1 of 128.
+    assert found["wall"] == {(2, 20): 192.5, (2, 128): 160.0, (16, 20): 192.5, (16, 128): 27.5}
+    table = report.markdown(META, samples, cpu, tasks)
+    assert "## Projection to 128 nodes (arithmetic from the medians above, not a run)" in table
+    assert "| controller cores | forks 20 | forks 64 | forks 128 |" in table
+    # Default cores and forks: 8 cores, 64 forks: max(320/8 = 40, 27.5 x 2 = 55).
+    assert "| 8 | 192 s | 55 s | 40 s |" in table
+    # Without task counts (older results.json files) there is nothing to project from.
+    assert report.projection(samples, cpu, None) is None and "Projection" not in report.markdown(META, samples, cpu)
