@@ -174,8 +174,10 @@ why_failed() {
   sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^ *│ \{0,1\}//' "$1" | awk '
     /RETRYING/ { next }
     /^FAILED$/ { getline name; print "FAILED " name; next }  # pytest wraps long test names in molecule boxes
-    /^(FAILED|ERROR)|^E +(assert|AssertionError|fatal: \[|\[ERROR\])|^\[ERROR\]|fatal: \[|Executed: Failed|[0-9]+ failed|FAILED after/' \
+    /^(FAILED|ERROR|Error:)|^E +(assert|AssertionError|fatal: \[|\[ERROR\])|^\[ERROR\]|fatal: \[|Executed: Failed|[0-9]+ failed/' \
     | tail -n 60
+  echo "... the stage's last lines:"
+  tail -n 12 "$1"
 }
 
 passed=0 failed=0 failed_names=()

@@ -15,6 +15,11 @@ node=${1:?usage: build-engine-image.sh NODE_IMAGE}
 engine_name=localhost/vllm-ascend-sim
 log() { echo "build-engine-image: $*" >&2; }
 
+# One build at a time per cache (two test runs at once would save into the same archive).
+mkdir -p "$cache"
+exec 9>"$cache/build-engine-image.lock"
+flock 9
+
 base=$(cat "$cache/base-image" 2>/dev/null || true)
 if [ -z "$base" ] || ! podman image exists "$base"; then
   echo "no base image: run tests/sim/build-image.sh first" >&2
@@ -52,7 +57,8 @@ if [ ! -f "$archive" ]; then
   podman build --pull=never --build-arg BASE="$base" --build-arg RAY_REQUIREMENT="$engine_ray" \
     -f "$here/engine/Containerfile" -t "$engine-$inputs" "$context" >&2
   podman tag "$engine-$inputs" "$engine"
-  rm -f "$cache"/engine-*.tar
+  rm -f "$cache"/engine-*.tar "$cache"/engine-*.tar.tmp
+  # podman save refuses a file that is not empty: a save cut short earlier leaves one behind.
   podman save --format docker-archive -o "$archive.tmp" "$engine" >&2
   mv "$archive.tmp" "$archive"
 fi

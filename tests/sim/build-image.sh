@@ -19,6 +19,9 @@ log() { echo "build-image: $*" >&2; }
 
 "$here/setup-host.sh" >&2
 mkdir -p "$cache"
+# One build at a time per cache (two test runs at once would debootstrap into the same directory).
+exec 9>"$cache/build-image.lock"
+flock 9
 
 # The key molecule's scenarios log in with as root (.config/molecule/config.yml names this path).
 ssh_key="$repo/.cache/sim-ssh/id_ed25519"
