@@ -184,8 +184,12 @@ passed=0 failed=0 failed_names=()
 for stage in "${stages[@]}"; do
   log "$stage"
   start=$SECONDS
-  "stage_$stage" 2>&1 | tee "$work/$stage.log"
-  if [ "${PIPESTATUS[0]}" -eq 0 ]; then
+  # tee in a process substitution, not a pipe: a process a stage leaves behind holding its output
+  # cannot keep the run waiting for an end of file (tee gets 10 s to write out the rest).
+  "stage_$stage" > >(tee "$work/$stage.log") 2>&1
+  status=$? tee_pid=$!
+  for _ in $(seq 100); do kill -0 "$tee_pid" 2>/dev/null || break; sleep 0.1; done
+  if [ "$status" -eq 0 ]; then
     passed=$((passed + 1)); echo "--- $stage passed in $((SECONDS - start)) s"
   else
     failed=$((failed + 1)); failed_names+=("$stage"); echo "--- $stage FAILED after $((SECONDS - start)) s"
