@@ -319,8 +319,8 @@ def projection_lines(found):
     if not found:
         return []
     small, large = found["from"]
-    forks = sorted(set(fork_count for _, fork_count in found["wall"]))
-    cores = sorted(set(core_count for core_count, _ in found["wall"]))
+    forks = sorted(set(pair[1] for pair in found["wall"]))
+    cores = sorted(set(pair[0] for pair in found["wall"]))
     lines = ["", "## Projection to %d nodes (arithmetic from the medians above, not a run)" % found["nodes"], "",
              "The controller spends %.2f CPU-seconds per node per deploy (at %d nodes): %.0f CPU-seconds for %d nodes."
              % (found["cpu_per_node"], large, found["cpu_total"], found["nodes"]),
@@ -331,10 +331,10 @@ def projection_lines(found):
              "It leaves out what this machine cannot show: nodes with CPUs of their own (here the nodes and the",
              "controller share the same CPUs), the network between them, and the controller's memory per fork.",
              "", "| controller cores | %s |" % " | ".join("forks %d" % fork_count for fork_count in forks),
-             "|---:|%s|" % "|".join("---:" for _ in forks)]
+             "|---:|%s|" % "|".join(["---:"] * len(forks))]
     for core_count in cores:
-        lines.append("| %d | %s |" % (core_count, " | ".join("%.0f s" % found["wall"][(core_count, fork_count)]
-                                                           for fork_count in forks)))
+        cells = ["%.0f s" % found["wall"][(core_count, fork_count)] for fork_count in forks]
+        lines.append("| %d | %s |" % (core_count, " | ".join(cells)))
     return lines
 
 
