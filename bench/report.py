@@ -303,14 +303,15 @@ def projection(samples, cpu, tasks, nodes=128, cores=PROJECTION_CORES, forks=PRO
         return None
     small, large = measured[0], measured[-1]
     cpu_per_node = median(cpu, "deploy", large) / large
+    cpu_total = cpu_per_node * nodes
     task_count = median(tasks, "deploy", large)
     task_seconds = median(samples, "deploy", small) / median(tasks, "deploy", small)
     wall = {}
     for core_count in cores:
         for fork_count in forks:
             rounds = -(-nodes // fork_count)
-            wall[(core_count, fork_count)] = max(cpu_per_node * nodes / core_count, task_count * task_seconds * rounds)
-    return {"nodes": nodes, "cpu_per_node": cpu_per_node, "cpu_total": cpu_per_node * nodes, "tasks": task_count,
+            wall[(core_count, fork_count)] = max(cpu_total / core_count, task_count * task_seconds * rounds)
+    return {"nodes": nodes, "cpu_per_node": cpu_per_node, "cpu_total": cpu_total, "tasks": task_count,
             "task_seconds": task_seconds, "from": (small, large), "wall": wall}
 
 

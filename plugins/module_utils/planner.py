@@ -81,8 +81,8 @@ API_NODE_OPTIONS = ("api_server_count",)
 # and the engine (ascend_python_env); every role reads them, and the files in the directory, from the plan.
 CONFIG_DIR = "/etc/ascend-inference"
 PYTHON_ENV = "/opt/ascend-inference/venv"
-# The files in the config directory that more than one role reads: the node environment (node_env writes it,
-# the units load it), Ray's environment (ray_cluster writes it, serve's unit and the Ray clients load it) and each
+# The files in the config directory that more than one role reads: the node environment and its secrets (node_env
+# writes them, the units load them), Ray's environment (ray_cluster writes it, serve's unit and the Ray clients load it) and each
 # node's record of the model copied to it (the model role writes it, the preflight reads it).
 CONFIG_FILES = {"node_env_file": "node.env", "secrets_env_file": "secrets.env", "ray_env_file": "ray.env",
                 "model_manifest": "model.manifest.json"}
