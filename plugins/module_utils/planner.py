@@ -85,7 +85,7 @@ PYTHON_ENV = "/opt/ascend-inference/venv"
 # writes them, the units load them), Ray's environment (ray_cluster writes it, serve's unit and the Ray clients load it) and each
 # node's record of the model copied to it (the model role writes it, the preflight reads it).
 CONFIG_FILES = {"node_env_file": "node.env", "secrets_env_file": "secrets.env", "ray_env_file": "ray.env",
-                "model_manifest": "model.manifest.json"}
+                "serve_env_file": "serve.env", "model_manifest": "model.manifest.json"}
 # The systemd units the roles install, by job; every role, status.yml and teardown.yml read the names from
 # the plan's cluster.units.
 UNITS = {"ray": "ascend-ray.service", "serve": "ascend-serve.service", "engine": container.UNIT,
@@ -812,6 +812,6 @@ def make_plan(settings, nodes):
         "nodes": planned,
         "warnings": warnings,
     }
-    # config_dir, node_env_file, ray_env_file, model_manifest
+    # config_dir and the paths of CONFIG_FILES in it
     plan["cluster"].update(config_paths(settings["config_dir"]))
     return plan

@@ -19,11 +19,16 @@ description:
   - Validates the layout first and fails with every problem found at once, each
     naming the inventory variable, the host and the numbers involved.
   - Pure computation; it changes nothing, so it runs the same in check mode.
-  - When the model's C(config.json) is readable where the module runs, the sizes are
+  - Runs on the controller, whatever the task's host - an action plugin of the same name computes the plan
+    in Ansible's own process.
+  - When the model's C(config.json) is readable on the controller, the sizes are
     also checked against the model's attention heads, KV heads, layers and routed experts.
 author:
   - ascend.inference contributors (@ascend-inference)
 attributes:
+  action:
+    description: Computed on the controller by an action plugin; nothing is sent to the task's host.
+    support: full
   check_mode:
     description: Computes the same plan in check mode; the module never changes anything.
     support: full
@@ -139,7 +144,7 @@ options:
     type: dict
   model_config_path:
     description:
-      - Path of the model's C(config.json), or of a directory holding it, where the module runs.
+      - Path of the model's C(config.json), or of a directory holding it, on the controller.
       - When neither this nor O(model_config) is given and O(model) is a local directory with
         a C(config.json), that file is read.
     type: path
@@ -382,6 +387,11 @@ cluster:
         the Ray clients load it to reach Ray with its token).
       type: str
       returned: success
+    serve_env_file:
+      description: The 0600 serve environment in RV(cluster.config_dir), C(serve.env), with the API key (serve writes
+        it in C(serve_config_dir), which defaults to RV(cluster.config_dir); its unit loads it).
+      type: str
+      returned: success
     python_env:
       description: O(python_env) without a trailing slash; C(ray_cluster_env), C(serve_python_env) and
         C(preflight_engine_env) default to it.
@@ -565,108 +575,19 @@ model_checks:
   sample: "checked /models/Qwen2.5-7B/config.json"
 """
 
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.planner import (
-    DEFAULTS,
-    ENGINES,
-    LAUNCHERS,
-    NODE_DEFAULTS,
-    PlanError,
-    make_plan,
-)
-from ansible_collections.ascend.inference.plugins.module_utils.container import ENGINES as CONTAINER_ENGINES
-from ansible_collections.ascend.inference.plugins.module_utils.container import RUNTIMES
-
-NODE_SPEC = dict(
-    name=dict(type="str", required=True),
-    head=dict(type="bool", default=NODE_DEFAULTS["head"]),
-    node_ip=dict(type="str", required=True),
-    nic=dict(type="str"),
-    npu_devices=dict(type="list", elements="int"),
-    device_map=dict(type="dict"),
-    npu_family=dict(type="str"),
-    npus_per_node=dict(type="int", default=NODE_DEFAULTS["npus_per_node"]),
-    data_parallel_size_local=dict(type="int"),
-    data_parallel_start_rank=dict(type="int"),
-    device_group=dict(type="str"),
-)
-
-# Defaults come from the planner so that the module and the logic cannot drift.
-ARGUMENT_SPEC = dict(
-    engine=dict(type="str", required=True, choices=sorted(ENGINES)),
-    engine_version=dict(type="str"),
-    model=dict(type="str", required=True),
-    served_model_name=dict(type="str"),
-    launcher=dict(type="str", default=DEFAULTS["launcher"], choices=list(LAUNCHERS)),
-    tensor_parallel_size=dict(type="int", default=DEFAULTS["tensor_parallel_size"]),
-    pipeline_parallel_size=dict(type="int", default=DEFAULTS["pipeline_parallel_size"]),
-    data_parallel_size=dict(type="int", default=DEFAULTS["data_parallel_size"]),
-    enable_expert_parallel=dict(type="bool", default=DEFAULTS["enable_expert_parallel"]),
-    expert_parallel_size=dict(type="int"),
-    additional_config=dict(type="dict", default={}),
-    serve_options=dict(type="dict", default={}),
-    extra_env=dict(type="dict", default={}),
-    model_backend=dict(type="str", default=DEFAULTS["model_backend"]),
-    # Names and problems only, never values (the plan role's secret_env_summary filter).
-    secret_env=dict(type="dict", default={}, no_log=False),
-    api_port=dict(type="int", default=DEFAULTS["api_port"]),
-    ray_port=dict(type="int", default=DEFAULTS["ray_port"]),
-    ray_dashboard_host=dict(type="str", default=DEFAULTS["ray_dashboard_host"]),
-    dp_rpc_port=dict(type="int", default=DEFAULTS["dp_rpc_port"]),
-    model_transfer_port=dict(type="int"),
-    model_config=dict(type="dict"),
-    model_config_path=dict(type="path"),
-    devices_pending=dict(type="bool", default=False),
-    service_user=dict(type="str"),
-    runtime=dict(type="str", default=DEFAULTS["runtime"], choices=list(RUNTIMES)),
-    container_image=dict(type="str"),
-    container_engine=dict(type="str", default=DEFAULTS["container_engine"], choices=list(CONTAINER_ENGINES)),
-    config_dir=dict(type="str", default=DEFAULTS["config_dir"]),
-    python_env=dict(type="str", default=DEFAULTS["python_env"]),
-    nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
-)
-
-
-def load_model_config(params):
-    """(config dict or None, a sentence saying what was checked)."""
-    if params["model_config"] is not None:
-        return params["model_config"], "checked the given model_config"
-    path = params["model_config_path"]
-    explicit = path is not None
-    if not explicit:
-        path = params["model"]
-        if not os.path.isdir(path):
-            return None, "skipped: %s is not a local directory here; set model_config_path" % path
-    if os.path.isdir(path):
-        path = os.path.join(path, "config.json")
-    if not os.path.isfile(path):
-        if explicit:
-            raise IOError("ascend_model_config %s: no such file on the controller" % path)
-        return None, "skipped: %s does not exist" % path
-    with open(path) as handle:
-        return json.load(handle), "checked %s" % path
+from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
 
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    params = module.params
-    try:
-        model_config, model_checks = load_model_config(params)
-    except (IOError, OSError, ValueError) as exc:
-        module.fail_json(msg="cannot read the model's config.json: %s" % exc)
-    settings = {k: v for k, v in params.items() if k not in ("nodes", "model_config_path")}
-    settings["model_config"] = model_config
-    try:
-        plan = make_plan(settings, params["nodes"])
-    except PlanError as exc:
-        module.fail_json(msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)
-    for warning in plan["warnings"]:
+    result = answer(module.params)
+    if result.get("failed"):
+        result.pop("failed")
+        module.fail_json(**result)
+    for warning in result["plan_warnings"]:
         module.warn(warning)
-    module.exit_json(changed=False, cluster=plan["cluster"], nodes=plan["nodes"],
-                     plan_warnings=plan["warnings"], model_checks=model_checks)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

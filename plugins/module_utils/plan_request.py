@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What parallel_plan accepts and what it answers, shared by the module and the action plugin of the same
+name (which computes the plan in the controller's own process: no module shipped to localhost and run)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.ascend.inference.plugins.module_utils.planner import (
+    DEFAULTS,
+    ENGINES,
+    LAUNCHERS,
+    NODE_DEFAULTS,
+    PlanError,
+    make_plan,
+)
+from ansible_collections.ascend.inference.plugins.module_utils.container import ENGINES as CONTAINER_ENGINES
+from ansible_collections.ascend.inference.plugins.module_utils.container import RUNTIMES
+
+NODE_SPEC = dict(
+    name=dict(type="str", required=True),
+    head=dict(type="bool", default=NODE_DEFAULTS["head"]),
+    node_ip=dict(type="str", required=True),
+    nic=dict(type="str"),
+    npu_devices=dict(type="list", elements="int"),
+    device_map=dict(type="dict"),
+    npu_family=dict(type="str"),
+    npus_per_node=dict(type="int", default=NODE_DEFAULTS["npus_per_node"]),
+    data_parallel_size_local=dict(type="int"),
+    data_parallel_start_rank=dict(type="int"),
+    device_group=dict(type="str"),
+)
+
+# Defaults come from the planner so that the module and the logic cannot drift.
+ARGUMENT_SPEC = dict(
+    engine=dict(type="str", required=True, choices=sorted(ENGINES)),
+    engine_version=dict(type="str"),
+    model=dict(type="str", required=True),
+    served_model_name=dict(type="str"),
+    launcher=dict(type="str", default=DEFAULTS["launcher"], choices=list(LAUNCHERS)),
+    tensor_parallel_size=dict(type="int", default=DEFAULTS["tensor_parallel_size"]),
+    pipeline_parallel_size=dict(type="int", default=DEFAULTS["pipeline_parallel_size"]),
+    data_parallel_size=dict(type="int", default=DEFAULTS["data_parallel_size"]),
+    enable_expert_parallel=dict(type="bool", default=DEFAULTS["enable_expert_parallel"]),
+    expert_parallel_size=dict(type="int"),
+    additional_config=dict(type="dict", default={}),
+    serve_options=dict(type="dict", default={}),
+    extra_env=dict(type="dict", default={}),
+    model_backend=dict(type="str", default=DEFAULTS["model_backend"]),
+    # Names and problems only, never values (the plan role's secret_env_summary filter).
+    secret_env=dict(type="dict", default={}, no_log=False),
+    api_port=dict(type="int", default=DEFAULTS["api_port"]),
+    ray_port=dict(type="int", default=DEFAULTS["ray_port"]),
+    ray_dashboard_host=dict(type="str", default=DEFAULTS["ray_dashboard_host"]),
+    dp_rpc_port=dict(type="int", default=DEFAULTS["dp_rpc_port"]),
+    model_transfer_port=dict(type="int"),
+    model_config=dict(type="dict"),
+    model_config_path=dict(type="path"),
+    devices_pending=dict(type="bool", default=False),
+    service_user=dict(type="str"),
+    runtime=dict(type="str", default=DEFAULTS["runtime"], choices=list(RUNTIMES)),
+    container_image=dict(type="str"),
+    container_engine=dict(type="str", default=DEFAULTS["container_engine"], choices=list(CONTAINER_ENGINES)),
+    config_dir=dict(type="str", default=DEFAULTS["config_dir"]),
+    python_env=dict(type="str", default=DEFAULTS["python_env"]),
+    nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
+)
+
+
+def load_model_config(params):
+    """(config dict or None, a sentence saying what was checked)."""
+    if params["model_config"] is not None:
+        return params["model_config"], "checked the given model_config"
+    path = params["model_config_path"]
+    explicit = path is not None
+    if not explicit:
+        path = params["model"]
+        if not os.path.isdir(path):
+            return None, "skipped: %s is not a local directory here; set model_config_path" % path
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    if not os.path.isfile(path):
+        if explicit:
+            raise IOError("ascend_model_config %s: no such file on the controller" % path)
+        return None, "skipped: %s does not exist" % path
+    with open(path) as handle:
+        return json.load(handle), "checked %s" % path
+
+
+def answer(params):
+    """The task's result for validated params: the plan, or failed=True with msg (and errors)."""
+    try:
+        model_config, model_checks = load_model_config(params)
+    except (IOError, OSError, ValueError) as exc:
+        return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
+    settings = {k: v for k, v in params.items() if k not in ("nodes", "model_config_path")}
+    settings["model_config"] = model_config
+    try:
+        plan = make_plan(settings, params["nodes"])
+    except PlanError as exc:
+        return dict(failed=True, msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)
+    return dict(changed=False, cluster=plan["cluster"], nodes=plan["nodes"], plan_warnings=plan["warnings"],
+                model_checks=model_checks)
