@@ -39,6 +39,7 @@ class ActionModule(PollingAction):
             result.update(probe_stdout=probe.get("stdout", ""))
         else:
             # The failure is read by people: the message names every node; Ray's whole node list is left out.
-            result.update(failed=True, msg=progress.barrier_report(
+            # The error and the reasons given stay for the report made again with more (ray_barrier_report).
+            result.update(failed=True, error=error, unreachable=args["unreachable"], msg=progress.barrier_report(
                 progress.expected_nodes(args["plan"]), args["timeout"], state, error, args["unreachable"]))
         return result

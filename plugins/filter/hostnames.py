@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""hostname_problems / etc_hosts_block: host names checked, and /etc/hosts written, for a list of hosts.
+"""hostname_problems / etc_hosts_block / block_in_place: host names checked, and /etc/hosts written, for a
+list of hosts.
 
 Both take hostvars and the hosts to cover: the whole cluster, not only the play's
 hosts, so that a run with --limit keeps the other nodes' lines."""
@@ -29,6 +30,11 @@ def etc_hosts_block(hostvars, hosts):
     return hostnames.etc_hosts_block(_nodes(hostvars, hosts))
 
 
+def block_in_place(text, marker, block):
+    return hostnames.block_in_place(text, marker, block)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"hostname_problems": hostname_problems, "etc_hosts_block": etc_hosts_block}
+        return {"hostname_problems": hostname_problems, "etc_hosts_block": etc_hosts_block,
+                "block_in_place": block_in_place}

@@ -49,3 +49,18 @@ def etc_hosts_block(nodes):
     groups can change from run to run): address, then host name."""
     hostname_of = names(nodes)
     return "\n".join("%-15s %s" % (address(host, nodes[host]), hostname_of[host]) for host in sorted(nodes))
+
+
+def block_in_place(text, marker, block):
+    """True when TEXT (a file's content) holds BLOCK between MARKER's BEGIN and END lines just as
+    ansible.builtin.blockinfile writes it, so that writing it would change nothing. Any doubt answers False
+    (blockinfile then runs): no text, no final newline, carriage returns, or not exactly one of each marker."""
+    if not text or not text.endswith("\n") or "\r" in text:
+        return False
+    begin, end = marker.replace("{mark}", "BEGIN"), marker.replace("{mark}", "END")
+    lines = text.split("\n")[:-1]
+    starts = [index for index, line in enumerate(lines) if line == begin]
+    ends = [index for index, line in enumerate(lines) if line == end]
+    if len(starts) != 1 or len(ends) != 1:
+        return False
+    return lines[starts[0]:ends[0] + 1] == [begin] + block.splitlines() + [end]

@@ -9,6 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+import hmac
+
+from ansible.module_utils.common.text.converters import to_bytes
+
 SECRET_NOTE = "(secret content, not shown)\n"
 HIDDEN_NOTE = "(content not shown)\n"
 
@@ -87,3 +92,40 @@ def _text(data):
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return "(binary content, %d bytes)\n" % len(data)
+
+
+def digest(key, data):
+    """HMAC-SHA256 of DATA (bytes) under KEY (text, one run's random key): node_probe reports each file by it,
+    so that its output holds nothing against which a guess of a secret could be checked."""
+    return hmac.new(to_bytes(key), data, hashlib.sha256).hexdigest()
+
+
+def settled(probed, key, files, directories=None, secrets=None):
+    """True when PROBED (node_probe's RV files: {path: {type, mode, owner, group, digest} or None}, read under
+    KEY) shows every directory and file as the managed_files module would leave it, so that running it would
+    change nothing. FILES and DIRECTORIES are that module's options, SECRETS the content of secret files.
+    Any doubt answers False (the module then runs): a path the probe did not read, a link in a file's place,
+    an account given by number, a mode that is not octal."""
+    if not key or not isinstance(probed, dict):
+        return False
+    secrets = secrets or {}
+    wanted = [(spec, "directory", None) for spec in directories or []]
+    for spec in files or []:
+        content = secrets.get(spec.get("path"), spec.get("content"))
+        if content is None:
+            return False
+        wanted.append((spec, "file", digest(key, to_bytes(content, errors="surrogate_or_strict"))))
+    for spec, kind, content_digest in wanted:
+        have = probed.get(spec.get("path"))
+        if not have or have.get("type") != kind:
+            return False
+        try:
+            mode = mode_text(parse_mode(spec.get("mode", "0755" if kind == "directory" else None), spec["path"]))
+        except (TypeError, ValueError):
+            return False
+        if (have.get("mode"), have.get("owner"), have.get("group")) != (
+                mode, spec.get("owner") or "root", spec.get("group") or "root"):
+            return False
+        if content_digest is not None and have.get("digest") != content_digest:
+            return False
+    return True

@@ -91,6 +91,15 @@ def barrier_report(expected, timeout, state=None, error=None, unreachable=None):
     return "\n".join(lines)
 
 
+def head_check_reasons(checks):
+    """{node: why it cannot reach the head} from {node: the result of its wait for the head's Ray port}:
+    wait_for's message where it timed out; nothing for a node that reached the port, skipped the wait, or
+    that Ansible could not reach (that is not the head's port)."""
+    return dict((node, result["msg"]) for node, result in sorted((checks or {}).items())
+                if result and result.get("msg") and result.get("state") is None
+                and not (result.get("unreachable") or result.get("skipped")))
+
+
 def timed(label, elapsed, timeout, status):
     """A progress line: 'Ray cluster, 12 s of 300 s: 1/2 nodes, ...'."""
     return "%s, %d s of %d s: %s" % (label, elapsed, timeout, status)

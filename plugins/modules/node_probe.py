@@ -138,6 +138,30 @@ options:
     type: list
     elements: str
     default: []
+  files:
+    description:
+      - Paths whose type, mode, owner, group and content digest to report in RV(files), as the
+        M(ascend.inference.managed_files) module would find them (the filter P(ascend.inference.files_settled#filter)
+        compares them with what it would write).
+    type: list
+    elements: path
+    default: []
+  file_dirs:
+    description: Directories reported in RV(files) with every entry directly in them.
+    type: list
+    elements: path
+    default: []
+  digest_key:
+    description:
+      - The key of the HMAC-SHA256 digests in RV(files) (one run's random key, never shown), so that the output
+        holds nothing a guess of a secret file's content could be checked against. Required with O(files) or
+        O(file_dirs).
+    type: str
+  texts:
+    description: Files whose content to report in RV(texts) (not secrets - the output shows them).
+    type: list
+    elements: path
+    default: []
 """
 
 EXAMPLES = r"""
@@ -300,6 +324,19 @@ hostname:
   returned: always
   type: dict
   sample: {running: node-1, static: node-1}
+files:
+  description:
+    - Each of O(files), and each of O(file_dirs) with the entries in it, by path - its C(type) (V(file), V(directory),
+      V(link) or V(other); a link is not followed), C(mode), C(owner), C(group) and for a file the C(digest) of its
+      content (HMAC-SHA256 under O(digest_key)); null where nothing is there.
+  returned: always
+  type: dict
+  sample: {/etc/ascend-inference/node.env: {type: file, mode: "0600", owner: root, group: root, digest: 5d41402a...}}
+texts:
+  description: Each of O(texts) by path, its content, null where it cannot be read as text.
+  returned: always
+  type: dict
+  sample: {/etc/hosts: "127.0.0.1 localhost\n"}
 """
 
 import grp
@@ -452,13 +489,6 @@ def _chain(path, seen):
     return [seen[each] for each in parents + [real]]
 
 
-def _name(lookup, number):
-    try:
-        return lookup(number)[0]
-    except KeyError:
-        return str(number)
-
-
 def _account(user):
     """(uid, groups) of the service account as it will run (no uid yet: created later by the
     service_account role, it owns nothing), or None for root."""
@@ -480,7 +510,8 @@ def _service(user, account, device_ids, paths):
     for path in ["/dev/davinci%d" % n for n in device_ids] + ["/dev/" + n for n in service_account.MANAGEMENT_DEVICES]:
         if os.path.exists(path):
             entry = _entry(path)
-            entry.update(owner=_name(pwd.getpwuid, entry["uid"]), group=_name(grp.getgrgid, entry["gid"]))
+            entry.update(owner=node_io.account_name(pwd.getpwuid, entry["uid"]),
+                         group=node_io.account_name(grp.getgrgid, entry["gid"]))
             files.append(entry)
     group, problems = service_account.device_group(files)
     uid, gids = account[0], set(account[1])
@@ -564,9 +595,15 @@ def main():
                 path=dict(type="path", required=True),
                 distributions=dict(type="list", elements="str", default=[]),
             )),
+            files=dict(type="list", elements="path", default=[]),
+            file_dirs=dict(type="list", elements="path", default=[]),
+            digest_key=dict(type="str", no_log=True),
+            texts=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
+    if (module.params["files"] or module.params["file_dirs"]) and not module.params["digest_key"]:
+        module.fail_json(msg="digest_key is required with files or file_dirs")
     rc, out, err = _run(module, ["ip", "-j", "-4", "addr", "show"])
     if rc != 0:
         module.fail_json(msg="ip -j -4 addr show failed (rc %d): %s" % (rc, err.strip()))
@@ -626,6 +663,8 @@ def main():
         cann_env=_cann_env(module, toolkit["set_env"] if toolkit else None),
         python=_python(module, module.params["python"]),
         hostname=_hostname(),
+        files=node_io.path_states(module.params["files"], module.params["file_dirs"], module.params["digest_key"]),
+        texts=dict((path, _read(path)) for path in module.params["texts"]),
     )
 
 

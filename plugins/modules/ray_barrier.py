@@ -84,6 +84,14 @@ probe_stderr:
   description: The last probe's error output, its last 5 lines.
   returned: always
   type: str
+error:
+  description: Why the last probe gave no answer (its error output, or why its output could not be read); null when it answered.
+  returned: when the cluster is not whole
+  type: str
+unreachable:
+  description: O(unreachable) as given, for P(ascend.inference.ray_barrier_report#filter).
+  returned: when the cluster is not whole
+  type: dict
 attempts:
   description: How many times the probe ran.
   returned: always

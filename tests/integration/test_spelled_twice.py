@@ -39,6 +39,16 @@ def test_the_preflight_asks_for_the_firewall_roles_legacy_unit():
     assert "nft" in role_vars("preflight")["preflight_found_programs"]
 
 
+def test_the_preflight_reads_the_files_node_env_and_hostnames_write():
+    # Read by the probe so that these roles skip writes that would change nothing.
+    def yaml_file(*parts):
+        with open(os.path.join(REPO, "roles", *parts)) as handle:
+            return yaml.safe_load(handle)
+    found = yaml_file("preflight", "vars", "main.yml")["preflight_found_files"]
+    assert yaml_file("node_env", "defaults", "main.yml")["node_env_profile"] in found
+    assert "/etc/hostname" in found
+
+
 def test_node_env_sources_set_env_as_the_probe_does():
     # node_env reads set_env.sh itself only where the probe did not; both must read the same.
     from ansible_collections.ascend.inference.plugins.module_utils import node_env

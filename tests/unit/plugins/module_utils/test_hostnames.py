@@ -36,3 +36,22 @@ def test_a_final_line_break_is_not_part_of_a_valid_name():
     # A regex's $ also matches before a final line break: the whole name must match.
     assert hostnames.problems({"a": "npu-01\n"}, VALID) == [
         "ascend_hostname on host a is not a valid host name (found 'npu-01\\n')"]
+
+
+MARKER = "# {mark} nodes"
+BLOCK = "192.0.2.11      npu-01\n192.0.2.12      npu-02"
+# What ansible.builtin.blockinfile leaves: the block between its markers, each line ending in a newline.
+WRITTEN = "127.0.0.1 localhost\n# BEGIN nodes\n192.0.2.11      npu-01\n192.0.2.12      npu-02\n# END nodes\n"
+
+
+def test_a_block_is_in_place_only_as_blockinfile_writes_it():
+    assert hostnames.block_in_place(WRITTEN, MARKER, BLOCK)
+    assert hostnames.block_in_place(WRITTEN + "10.0.0.9 other\n", MARKER, BLOCK)
+    assert not hostnames.block_in_place(WRITTEN, MARKER, BLOCK.replace("npu-02", "npu-03"))
+    assert not hostnames.block_in_place(WRITTEN, MARKER, BLOCK + "\n192.0.2.13      npu-03")
+    assert not hostnames.block_in_place("127.0.0.1 localhost\n", MARKER, BLOCK)  # no block yet
+    # Doubts: blockinfile would add a final newline, or which block it rewrites is not plain.
+    assert not hostnames.block_in_place(WRITTEN.rstrip("\n"), MARKER, BLOCK)
+    assert not hostnames.block_in_place(WRITTEN + WRITTEN, MARKER, BLOCK)
+    assert not hostnames.block_in_place(WRITTEN.replace("\n", "\r\n"), MARKER, BLOCK)
+    assert not hostnames.block_in_place(None, MARKER, BLOCK)

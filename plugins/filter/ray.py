@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ray_barrier_report: the failed barrier's report again, with why each node that did not join cannot reach the head."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import progress
+
+
+def ray_barrier_report(barrier, plan, hostvars, check_var, timeout):
+    # hostvars is lazy: only the planned nodes' check results are read, where a node has one.
+    checks = dict((node, hostvars[node][check_var]) for node in plan["cluster"]["node_order"]
+                  if node in hostvars and check_var in hostvars[node])
+    unreachable = dict(barrier.get("unreachable") or {})
+    unreachable.update(progress.head_check_reasons(checks))
+    return progress.barrier_report(progress.expected_nodes(plan), timeout, barrier.get("state"), barrier.get("error"),
+                                   unreachable)
+
+
+def ray_token_holders(hostvars, hosts, path):
+    """The HOSTS that hold a token file at PATH: read by the role (its ray_cluster_node_token), or a file
+    there when the preflight's probe looked (its preflight_found.files)."""
+    holders = []
+    for host in hosts:
+        found = hostvars[host]
+        read = found["ray_cluster_node_token"] if "ray_cluster_node_token" in found else {}
+        probed = found["preflight_found"].get("files", {}) if "preflight_found" in found else {}
+        if "content" in read or (probed.get(path) or {}).get("type") == "file":
+            holders.append(host)
+    return holders
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"ray_barrier_report": ray_barrier_report, "ray_token_holders": ray_token_holders}
