@@ -22,13 +22,14 @@ def ray_barrier_report(barrier, plan, hostvars, check_var, timeout):
 
 def ray_token_holders(hostvars, hosts, path):
     """The HOSTS that hold a token file at PATH: read by the role (its ray_cluster_node_token), or a file
-    there when the preflight's probe looked (its preflight_found.files)."""
+    or a link there when the preflight's probe looked (its preflight_found.files; it does not follow links,
+    which the role's read does: a link counts, so that a cluster is never re-keyed over one)."""
     holders = []
     for host in hosts:
         found = hostvars[host]
         read = found["ray_cluster_node_token"] if "ray_cluster_node_token" in found else {}
         probed = found["preflight_found"].get("files", {}) if "preflight_found" in found else {}
-        if "content" in read or (probed.get(path) or {}).get("type") == "file":
+        if "content" in read or (probed.get(path) or {}).get("type") in ("file", "link"):
             holders.append(host)
     return holders
 

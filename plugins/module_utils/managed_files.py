@@ -123,8 +123,11 @@ def settled(probed, key, files, directories=None, secrets=None):
             mode = mode_text(parse_mode(spec.get("mode", "0755" if kind == "directory" else None), spec["path"]))
         except (TypeError, ValueError):
             return False
-        if (have.get("mode"), have.get("owner"), have.get("group")) != (
-                mode, spec.get("owner") or "root", spec.get("group") or "root"):
+        accounts = [spec.get("owner", "root"), spec.get("group", "root")]
+        # The probe names accounts; the module also takes numbers, which the probe shows by name.
+        if not all(accounts) or any(str(account).isdigit() for account in accounts):
+            return False
+        if [have.get("mode"), have.get("owner"), have.get("group")] != [mode] + accounts:
             return False
         if content_digest is not None and have.get("digest") != content_digest:
             return False

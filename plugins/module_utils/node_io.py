@@ -21,10 +21,11 @@ from ansible_collections.ascend.inference.plugins.module_utils import managed_fi
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
 
 
-def read(path):
-    """A text file's content, or None when it cannot be read."""
+def read(path, newline=None):
+    """A text file's content, or None when it cannot be read. NEWLINE as open() takes it: "" keeps
+    carriage returns as they are in the file."""
     try:
-        with open(path) as handle:
+        with open(path, newline=newline) as handle:
             return handle.read()
     except (IOError, OSError, UnicodeDecodeError):
         return None

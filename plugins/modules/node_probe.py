@@ -664,7 +664,8 @@ def main():
         python=_python(module, module.params["python"]),
         hostname=_hostname(),
         files=node_io.path_states(module.params["files"], module.params["file_dirs"], module.params["digest_key"]),
-        texts=dict((path, _read(path)) for path in module.params["texts"]),
+        # As the bytes are: blockinfile, which block_in_place stands in for, reads "\r\n" as it is.
+        texts=dict((path, _read(path, newline="")) for path in module.params["texts"]),
     )
 
 

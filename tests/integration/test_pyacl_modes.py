@@ -75,7 +75,10 @@ def test_the_check_agrees_with_the_file_task(ansible_env, tmp_path, modes):
     assert not file_task(ansible_env, tree)
 
 
-def test_a_missing_version_and_a_missing_install_directory(tmp_path):
+def test_a_missing_version_and_an_install_directory_the_task_must_see(tmp_path):
     tree, site = make_tree(tmp_path, RIGHT)
     assert verify(tree, tmp_path / "elsewhere") == 4
     assert verify(tmp_path / "no-such-dir", site) == 5
+    # A link in the install directory's place: the file task (follow: false) refuses it, so it must run.
+    os.symlink(str(tree), str(tmp_path / "linked"))
+    assert verify(tmp_path / "linked", site) == 5

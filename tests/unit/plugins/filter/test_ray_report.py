@@ -67,5 +67,7 @@ def test_token_holders_are_read_or_probed():
         "w2": {"ray_cluster_node_token": {"content": "dG9rZW4=", "encoding": "base64"}},  # the probe did not look
         "w3": {"ray_cluster_node_token": {"skipped": True}, "preflight_found": {"files": {token: None}}},
         "w4": {"preflight_found": {"files": {token: dict(probed, type="directory")}}},
+        # A link: the role's read would follow it; counted, so that the cluster is not re-keyed over it.
+        "w5": {"ray_cluster_node_token": {"skipped": True}, "preflight_found": {"files": {token: dict(probed, type="link")}}},
     }
-    assert ray_token_holders(found, ["head", "w1", "w2", "w3", "w4"], token) == ["w1", "w2"]
+    assert ray_token_holders(found, ["head", "w1", "w2", "w3", "w4", "w5"], token) == ["w1", "w2", "w5"]

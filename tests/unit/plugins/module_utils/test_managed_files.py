@@ -78,7 +78,9 @@ def test_settled_answers_false_on_any_doubt():
     assert not mf.settled({}, "k", files)  # not probed
     assert not mf.settled({"/f": None}, "k", files)  # missing
     assert not mf.settled({"/f": dict(have, type="link")}, "k", files)
-    assert not mf.settled({"/f": have}, "k", [dict(files[0], owner="1000")])  # an owner the node names otherwise
+    assert not mf.settled({"/f": have}, "k", [dict(files[0], owner="1000")])  # by number: the probe names it
+    assert not mf.settled({"/f": have}, "k", [dict(files[0], group="0")])
+    assert not mf.settled({"/f": have}, "k", [dict(files[0], owner="")])  # the module refuses it
     assert not mf.settled({"/f": have}, "k", [dict(files[0], mode="u=rw")])
     assert not mf.settled({"/f": have}, "k", [{"path": "/f", "mode": "0644"}])  # a secret without its content
     assert mf.settled({"/f": have}, "k", [{"path": "/f", "mode": "0644"}], secrets={"/f": "A=1\n"})

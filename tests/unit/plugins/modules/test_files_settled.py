@@ -6,15 +6,29 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import grp
 import json
 import os
+import pwd
 
 from ansible_collections.ascend.inference.plugins.module_utils.managed_files import settled
 from ansible_collections.ascend.inference.plugins.modules import managed_files, node_probe
 
-from test_managed_files_module import spec
-
 KEY = "k" * 32
+ME = pwd.getpwuid(os.getuid()).pw_name
+MY_GROUP = grp.getgrgid(os.getgid()).gr_name
+
+
+def spec(tmp_path, env="A=1\n", secret="TOKEN=abc123\n"):
+    """managed_files' options for a directory, a file and a secret file, owned by whoever runs the test."""
+    base = str(tmp_path / "etc")
+    owned = {"owner": ME, "group": MY_GROUP}
+    return {
+        "directories": [dict(owned, path=base, mode="0750")],
+        "files": [dict(owned, path=base + "/node.env", content=env, mode="0644"),
+                  dict(owned, path=base + "/secrets.env", mode="0600")],
+        "secrets": {base + "/secrets.env": secret},
+    }
 
 
 def probe(run_module, tmp_path, key=KEY):
@@ -67,9 +81,13 @@ def test_the_probe_shows_no_secret_and_no_plain_digest(run_module, tmp_path):
 
 def test_digests_need_a_key_and_texts_are_read_as_they_are(run_module, tmp_path):
     (tmp_path / "hosts").write_text("127.0.0.1 localhost\n")
+    (tmp_path / "dos").write_bytes(b"127.0.0.1 localhost\r\n")
     refused = run_module(node_probe.main, {"npu_smi": "no-such-npu-smi", "files": [str(tmp_path / "hosts")]})
     assert refused.failed and refused.result["msg"] == "digest_key is required with files or file_dirs"
     found = run_module(node_probe.main, {"npu_smi": "no-such-npu-smi",
-                                         "texts": [str(tmp_path / "hosts"), str(tmp_path / "none")]}).result
-    assert found["texts"] == {str(tmp_path / "hosts"): "127.0.0.1 localhost\n", str(tmp_path / "none"): None}
+                                         "texts": [str(tmp_path / "hosts"), str(tmp_path / "dos"),
+                                                   str(tmp_path / "none")]}).result
+    # Carriage returns kept: block_in_place must see them (blockinfile reads the bytes as they are).
+    assert found["texts"] == {str(tmp_path / "hosts"): "127.0.0.1 localhost\n",
+                              str(tmp_path / "dos"): "127.0.0.1 localhost\r\n", str(tmp_path / "none"): None}
     assert found["files"] == {}
