@@ -11,6 +11,10 @@ class ModuleDocFragment(object):
     # The options of the waits that poll and print progress (plugins/plugin_utils/polling.py).
     DOCUMENTATION = r"""
 attributes:
+  action:
+    description: The wait and its progress lines run on the controller; each poll runs the modules the
+      description names on the target.
+    support: full
   check_mode:
     description: Skipped in check mode, where nothing was started that could be waited for (a task with
       C(check_mode=false) runs it).

@@ -94,6 +94,14 @@ def _text(data):
         return "(binary content, %d bytes)\n" % len(data)
 
 
+def account_name(lookup, number):
+    """The name pwd.getpwuid or grp.getgrgid (LOOKUP) gives NUMBER, or the number as text when it has none."""
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
 def digest(key, data):
     """HMAC-SHA256 of DATA (bytes) under KEY (text, one run's random key): node_probe reports each file by it,
     so that its output holds nothing against which a guess of a secret could be checked."""

@@ -31,14 +31,6 @@ def read(path, newline=None):
         return None
 
 
-def account_name(lookup, number):
-    """The name pwd.getpwuid or grp.getgrgid (LOOKUP) gives NUMBER, or the number as text when it has none."""
-    try:
-        return lookup(number)[0]
-    except KeyError:
-        return str(number)
-
-
 def path_state(path, key):
     """What the managed_files module would find at PATH, for managed_files.settled: {type (file, directory,
     link or other), mode, owner, group, and for a file the digest of its content under KEY}; None when
@@ -48,8 +40,8 @@ def path_state(path, key):
         kinds = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISLNK, "link"))
         state = {"type": next((name for test, name in kinds if test(info.st_mode)), "other"),
                  "mode": managed_files.mode_text(info.st_mode),
-                 "owner": account_name(pwd.getpwuid, info.st_uid),
-                 "group": account_name(grp.getgrgid, info.st_gid)}
+                 "owner": managed_files.account_name(pwd.getpwuid, info.st_uid),
+                 "group": managed_files.account_name(grp.getgrgid, info.st_gid)}
         if state["type"] == "file":
             with open(path, "rb") as handle:
                 state["digest"] = managed_files.digest(key, handle.read())

@@ -24,6 +24,10 @@ description:
 author:
   - ascend.inference contributors (@ascend-inference)
 attributes:
+  action:
+    description: An action plugin decides on the controller, from O(probed), whether the node need be
+      contacted; otherwise the module runs there.
+    support: full
   check_mode:
     description: Reads every path and reports what would change, writes nothing. An owner or group the node
       does not have yet (an account this run creates) counts as a change.
@@ -48,11 +52,11 @@ options:
         type: raw
         default: "0755"
       owner:
-        description: Owning user.
+        description: Owning user of the directory itself; what it holds is left alone.
         type: str
         default: root
       group:
-        description: Owning group.
+        description: Owning group of the directory itself.
         type: str
         default: root
   files:
@@ -75,11 +79,11 @@ options:
         type: raw
         required: true
       owner:
-        description: Owning user.
+        description: Owning user, by name. A number is taken too, but never counts as settled by O(probed).
         type: str
         default: root
       group:
-        description: Owning group.
+        description: Owning group, by name, or a number as for O(files[].owner).
         type: str
         default: root
       diff:
@@ -107,6 +111,20 @@ options:
         as given, and a multi-line secret would be logged with its newlines escaped.
     type: dict
     default: {}
+  probed:
+    description:
+      - What M(ascend.inference.node_probe) read of these paths earlier in the run (its
+        RV(ascend.inference.node_probe#module:files), by path), under O(digest_key).
+      - Where it shows every directory and file as this task would leave them - type, mode, owner, group, and
+        content by its HMAC digest - the task is skipped on the controller and the node is not contacted. Any
+        doubt runs the module - a path not read, a link in a file's place, an account given by number, a mode
+        that is not octal, no O(digest_key).
+      - Only true to the node where nothing between the probe and this task changed these paths.
+    type: dict
+    default: {}
+  digest_key:
+    description: The O(ascend.inference.node_probe#module:digest_key) the probe read O(probed) under.
+    type: str
 notes:
   - Compare M(ansible.builtin.template) with a lookup - C(content) is usually
     C(lookup('ansible.builtin.template', 'name.j2')), rendered on the controller.
@@ -201,18 +219,12 @@ def on_disk(module, path, directory):
     if directory != stat.S_ISDIR(info.st_mode) or not (directory or stat.S_ISREG(info.st_mode)):
         module.fail_json(msg="%s is not a %s" % (path, "directory" if directory else "regular file"))
     have = {"mode": stat.S_IMODE(info.st_mode), "uid": info.st_uid, "gid": info.st_gid,
-            "owner": _name(pwd.getpwuid, info.st_uid, "pw_name"), "group": _name(grp.getgrgid, info.st_gid, "gr_name")}
+            "owner": managed_files.account_name(pwd.getpwuid, info.st_uid),
+            "group": managed_files.account_name(grp.getgrgid, info.st_gid)}
     if not directory:
         with open(path, "rb") as handle:
             have["content"] = handle.read()
     return have
-
-
-def _name(lookup, number, field):
-    try:
-        return getattr(lookup(number), field)
-    except KeyError:
-        return str(number)
 
 
 def validate(module, spec, content, secret):
@@ -306,6 +318,9 @@ def main():
                 validate=dict(type="str"),
             )),
             secrets=dict(type="dict", default={}, no_log=True),
+            # Read by the action plugin, which does not pass them on.
+            probed=dict(type="dict", default={}),
+            digest_key=dict(type="str", no_log=True),
         ),
         supports_check_mode=True,
     )

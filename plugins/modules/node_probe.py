@@ -141,8 +141,8 @@ options:
   files:
     description:
       - Paths whose type, mode, owner, group and content digest to report in RV(files), as the
-        M(ascend.inference.managed_files) module would find them (the filter P(ascend.inference.files_settled#filter)
-        compares them with what it would write).
+        M(ascend.inference.managed_files) module would find them (that module's O(ascend.inference.managed_files#module:probed)
+        takes them, to skip a write that would change nothing).
     type: list
     elements: path
     default: []
@@ -349,6 +349,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils import managed_files
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import node_env
 from ansible_collections.ascend.inference.plugins.module_utils import node_io
@@ -510,8 +511,8 @@ def _service(user, account, device_ids, paths):
     for path in ["/dev/davinci%d" % n for n in device_ids] + ["/dev/" + n for n in service_account.MANAGEMENT_DEVICES]:
         if os.path.exists(path):
             entry = _entry(path)
-            entry.update(owner=node_io.account_name(pwd.getpwuid, entry["uid"]),
-                         group=node_io.account_name(grp.getgrgid, entry["gid"]))
+            entry.update(owner=managed_files.account_name(pwd.getpwuid, entry["uid"]),
+                         group=managed_files.account_name(grp.getgrgid, entry["gid"]))
             files.append(entry)
     group, problems = service_account.device_group(files)
     uid, gids = account[0], set(account[1])

@@ -14,8 +14,8 @@ module: ray_barrier
 short_description: Wait until every planned node and NPU has joined the Ray cluster, showing who is missing
 version_added: 0.1.0
 description:
-  - Runs O(argv) (the collection's cluster probe, which prints Ray's alive nodes as JSON) on the target
-    until the alive nodes are the plan's nodes with all their NPUs, or O(timeout) seconds have passed.
+  - Runs O(argv) (the collection's cluster probe, which prints Ray's alive nodes as JSON) on the target, with
+    M(ansible.builtin.command), until the alive nodes are the plan's nodes with all their NPUs, or O(timeout) seconds have passed.
   - >-
     While it waits it prints, in the terminal and in CI logs, a line such as
     C(node1: Ray cluster, 12 s of 300 s: 1/2 nodes, 4/8 NPUs joined; missing: node2) whenever what it
@@ -28,10 +28,6 @@ extends_documentation_fragment:
   - ascend.inference.polling
 author:
   - ascend.inference contributors (@ascend-inference)
-attributes:
-  action:
-    description: Runs on the controller and executes the probe on the target with M(ansible.builtin.command).
-    support: full
 options:
   argv:
     description: 'The probe''s command line; it prints C([{"ip": ..., "npus": ...}, ...]) for the alive nodes.'
@@ -97,7 +93,7 @@ attempts:
   returned: always
   type: int
 elapsed:
-  description: Seconds waited.
+  description: Seconds from the first probe until the cluster was whole or O(timeout) ran out.
   returned: always
   type: int
 """

@@ -25,10 +25,6 @@ extends_documentation_fragment:
   - ascend.inference.polling
 author:
   - ascend.inference contributors (@ascend-inference)
-attributes:
-  action:
-    description: Runs on the controller and executes M(ansible.builtin.uri) and the log command on the target.
-    support: full
 options:
   url:
     description: The health URL, as the target reaches it.
@@ -66,7 +62,7 @@ attempts:
   returned: always
   type: int
 elapsed:
-  description: Seconds waited.
+  description: Seconds from the first poll until /health answered 200 or O(timeout) ran out.
   returned: always
   type: int
 """
