@@ -71,3 +71,14 @@ def test_token_holders_are_read_or_probed():
         "w5": {"ray_cluster_node_token": {"skipped": True}, "preflight_found": {"files": {token: dict(probed, type="link")}}},
     }
     assert ray_token_holders(found, ["head", "w1", "w2", "w3", "w4", "w5"], token) == ["w1", "w2", "w5"]
+
+
+def test_the_barriers_reasons_come_from_the_planned_nodes_own_waits():
+    from ansible_collections.ascend.inference.plugins.filter.ray import ray_head_wait_reasons
+    assert ray_head_wait_reasons(PLAN, hostvars(CHECKS), "ray_cluster_head_check") == {
+        "w1": "Timeout when waiting for 192.0.2.10:6379"}
+    # A node outside the plan is not read, and nodes that registered nothing give nothing.
+    outside = dict(hostvars(CHECKS), stray={"ray_cluster_head_check": CHECKS["w1"]})
+    assert ray_head_wait_reasons(PLAN, outside, "ray_cluster_head_check") == {
+        "w1": "Timeout when waiting for 192.0.2.10:6379"}
+    assert ray_head_wait_reasons(PLAN, hostvars({}), "ray_cluster_head_check") == {}
