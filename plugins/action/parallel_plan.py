@@ -2,15 +2,28 @@
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """parallel_plan in the controller's own process: the plan is pure computation over the inventory, so
-shipping the module to localhost and forking a Python for it (twice a deploy) bought nothing
-(see plugins/modules/parallel_plan.py for the options and the result)."""
+shipping the module to localhost and forking a Python for it bought nothing (see plugins/modules/parallel_plan.py
+for the options and the result). Without the nodes option it reads them from the inventory (checked first: the
+groups, every role variable's type on every host, the API key) and from what the preflight detected; with
+check_nodes, it judges every node of the play against the plan and fails with every host's problems."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.ascend.inference.plugins.module_utils import input_rules, plan_nodes, preflight_checks, reports
 from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
+from ansible_collections.ascend.inference.plugins.plugin_utils import inventory
+from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
+
+display = Display()
+
+
+def _preflight(hostvars, host):
+    facts = hostvars[host].get("ansible_facts") or {} if host in hostvars else {}
+    return (facts.get(APPLIED) or {}).get("preflight")
 
 
 class ActionModule(ActionBase):
@@ -19,8 +32,71 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        from_inventory = self._task.args.get("nodes") is None
+        if from_inventory:
+            # Before the options are validated: the inventory's variables, named as the inventory names them.
+            problems = self.inventory_problems(task_vars)
+            if problems:
+                result.update(failed=True, msg=problems)
+                return result
         params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        if from_inventory:
+            params["nodes"] = self.inventory_nodes(task_vars)
+        # Secret variables reach the planner by name only, with what is wrong with their values.
+        public, secret = input_rules.split_env(params["extra_env"])
+        params["extra_env"] = public
+        params["secret_env"] = dict(params["secret_env"] or {}, **input_rules.secret_env_summary(secret))
+        check_nodes = params.pop("check_nodes")
         result.update(answer(params))
-        if not result.get("failed"):
-            result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
+        if result.get("failed"):
+            return result
+        result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
+        if check_nodes:
+            report, problems = self.node_report(task_vars, {"cluster": result["cluster"], "nodes": result["nodes"]})
+            result["node_problems"] = problems
+            if report:
+                result.update(failed=True, msg=report)
         return result
+
+    def inventory_problems(self, task_vars):
+        """One message naming what the inventory gets wrong, or None."""
+        groups, hostvars = task_vars.get("groups") or {}, task_vars.get("hostvars") or {}
+        problem = inventory.group_problem(groups)
+        if problem:
+            return problem
+        hosts = list(task_vars.get("ansible_play_hosts_all") or groups["ascend_cluster"])
+        found = inventory.api_key_problems(hostvars, hosts)
+        if found:
+            return "\n".join(found)
+        found = inventory.type_problems(hostvars, hosts)
+        if found:
+            return "\n- ".join(["inventory variables of the wrong type:"] + found)
+        return None
+
+    def inventory_nodes(self, task_vars):
+        """parallel_plan's nodes from every host of ascend_cluster (not only this run's)."""
+        groups, hostvars = task_vars["groups"], task_vars["hostvars"]
+        nodes = []
+        for host in groups["ascend_cluster"]:
+            variables = dict((name, hostvars[host][name]) for name in plan_nodes.VARIABLES if name in hostvars[host])
+            detected = (_preflight(hostvars, host) or {}).get("detected")
+            nodes.append(plan_nodes.node(host, host in groups["ascend_head"], variables, detected))
+        return nodes
+
+    def node_report(self, task_vars, plan):
+        """(the report, '' when all is well; {host: its problems}): every play host judged against PLAN from what its
+        probe recorded, the notes shown."""
+        hostvars = task_vars["hostvars"]
+        hosts = list(task_vars.get("ansible_play_hosts") or [])
+        found = {}
+        for host in hosts:
+            probed = _preflight(hostvars, host)
+            if not probed:
+                continue
+            checks = preflight_checks.node_checks(probed, plan, host, probed["context"])
+            for note in checks["notes"]:
+                display.display(note)
+            found[host] = dict(checks, cann_version=probed.get("cann_version"))
+        report = reports.preflight_report(hosts, found, plan["cluster"]["runtime"]["mode"], plan["cluster"]["model"])
+        return report, dict((host, checks["problems"]) for host, checks in found.items())

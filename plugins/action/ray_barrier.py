@@ -2,22 +2,58 @@
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Ray barrier as one task: runs the cluster probe on the head until every planned node and NPU
-has joined, printing who joined and who is missing as it waits (see plugins/modules/ray_barrier.py)."""
+has joined, printing who joined and who is missing as it waits (see plugins/modules/ray_barrier.py). Its
+command line, and why a worker could not reach the head, come from the plan and the ray phase's records
+unless given."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.module_utils import phase_ray, progress
+from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
 from ansible_collections.ascend.inference.plugins.plugin_utils.polling import POLL_ARGUMENTS, PollingAction
+
+
+def _applied(task_vars, templar, host, phase):
+    hostvars = task_vars.get("hostvars") or {}
+    facts = (hostvars[host].get("ansible_facts") or {}) if host in hostvars else {}
+    return (templar.template(facts.get(APPLIED)) or {}).get(phase) or {}
 
 
 class ActionModule(PollingAction):
     LABEL = "Ray cluster"
-    ARGUMENTS = dict(POLL_ARGUMENTS, argv=dict(type="list", elements="str", required=True),
-                     plan=dict(type="dict", required=True),
-                     unreachable=dict(type="dict", default={}))
+    ARGUMENTS = dict(POLL_ARGUMENTS, argv=dict(type="list", elements="str"), plan=dict(type="dict"),
+                     config_dir=dict(type="path"), python_env=dict(type="path"),
+                     unreachable=dict(type="dict"), failed=dict(type="dict"), checks=dict(type="dict", default={}))
     _VALID_ARGS = frozenset(ARGUMENTS)
+
+    def run(self, tmp=None, task_vars=None):
+        args = self.validate_argument_spec(argument_spec=self.ARGUMENTS)[1]
+        if args["failed"] is None:
+            return super(ActionModule, self).run(tmp, task_vars)
+        # The report of a failed barrier again, with why each node that did not join cannot reach the head.
+        result = super(PollingAction, self).run(tmp, task_vars)
+        plan = args["plan"] or self._templar.template(task_vars["ascend_plan"])
+        result.update(failed=True, changed=False, msg=progress.failed_barrier_report(
+            plan, args["timeout"], args["failed"], args["checks"]))
+        return result
+
+    def prepare(self, args, task_vars):
+        """The plan, the probe's command line and the reasons, where the task did not give them."""
+        args["plan"] = plan = args["plan"] or self._templar.template(task_vars["ascend_plan"])
+        cluster = plan["cluster"]
+        if args["argv"] is None:
+            head = cluster["head"]
+            image = _applied(task_vars, self._templar, head, "image")
+            args["argv"] = phase_ray.probe_argv(plan, args["config_dir"] or cluster["config_dir"],
+                                                args["python_env"] or cluster["python_env"], image.get("program"))
+        if args["unreachable"] is None:
+            # A worker's own wait for the head, where it timed out.
+            args["unreachable"] = dict(
+                (node, waited["msg"]) for node in cluster["node_order"]
+                for waited in (_applied(task_vars, self._templar, node, "ray").get("waited") or {}).values()
+                if waited and not waited.get("reached") and waited.get("msg"))
 
     def poll(self, args, task_vars):
         probe = self.run_on_target("ansible.builtin.command", {"argv": args["argv"]}, task_vars)
@@ -39,7 +75,7 @@ class ActionModule(PollingAction):
             result.update(probe_stdout=probe.get("stdout", ""))
         else:
             # The failure is read by people: the message names every node; Ray's whole node list is left out.
-            # The error and the reasons given stay for the report made again with more (ray_barrier_report).
+            # The error and the reasons given stay for the report made again with more (the option failed).
             result.update(failed=True, error=error, unreachable=args["unreachable"], msg=progress.barrier_report(
                 progress.expected_nodes(args["plan"]), args["timeout"], state, error, args["unreachable"]))
         return result

@@ -280,6 +280,22 @@ def image_problems(host, image, found, cluster):
     return problems
 
 
+def cluster_image_problems(found_by_host, cluster):
+    """Every node's image problems and, across nodes, differing image IDs: one list of sentences.
+    ``found_by_host``: {host: what engine_image found there}; ``cluster``: the plan's."""
+    problems, ids = [], {}
+    for host in sorted(found_by_host):
+        found = found_by_host[host] or {}
+        if not found.get("id") and found.get("action") in ("loaded", "pulled") and not found.get("error"):
+            continue  # a check run: the image would be loaded or pulled here, and is judged then
+        ids[host] = found.get("id")
+        if found.get("id"):
+            problems.extend(image_problems(host, cluster["runtime"]["image"], found, cluster))
+        elif found.get("error"):
+            problems.append("host %s: %s" % (host, found["error"]))
+    return image_id_problems(ids, cluster["runtime"]["image"]) + problems
+
+
 def process_units(status_text, engine_unit, units):
     """The supervisor's processes (ray, serve) in the shape of `systemctl show` of the host-mode units, so
     that status.yml shows and judges both modes alike: {units["ray"]: {...}, units["serve"]: {...}}.

@@ -51,16 +51,19 @@ def etc_hosts_block(nodes):
     return "\n".join("%-15s %s" % (address(host, nodes[host]), hostname_of[host]) for host in sorted(nodes))
 
 
-def block_in_place(text, marker, block):
-    """True when TEXT (a file's content) holds BLOCK between MARKER's BEGIN and END lines just as
-    ansible.builtin.blockinfile writes it, so that writing it would change nothing. Any doubt answers False
-    (blockinfile then runs): no text, no final newline, carriage returns, or not exactly one of each marker."""
-    if not text or not text.endswith("\n") or "\r" in text:
-        return False
+def with_block(text, marker, block):
+    """TEXT (a file's content) with BLOCK between MARKER's BEGIN and END lines, as ansible.builtin.blockinfile
+    leaves it: the lines from the first BEGIN to the next END replaced, or the block added at the end (after a
+    line break where the text lacks its last). Everything else is kept byte for byte, carriage returns
+    included."""
     begin, end = marker.replace("{mark}", "BEGIN"), marker.replace("{mark}", "END")
-    lines = text.split("\n")[:-1]
-    starts = [index for index, line in enumerate(lines) if line == begin]
-    ends = [index for index, line in enumerate(lines) if line == end]
-    if len(starts) != 1 or len(ends) != 1:
-        return False
-    return lines[starts[0]:ends[0] + 1] == [begin] + block.splitlines() + [end]
+    lines = (text or "").splitlines(True)
+    bare = [line.rstrip("\r\n") for line in lines]
+    wanted = [begin + "\n"] + [line + "\n" for line in block.splitlines()] + [end + "\n"]
+    if begin in bare and end in bare[bare.index(begin):]:
+        first = bare.index(begin)
+        last = bare.index(end, first)
+        return "".join(lines[:first] + wanted + lines[last + 1:])
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return "".join(lines + wanted)

@@ -32,6 +32,13 @@ WHAT = {"int": "a whole number", "bool": "true or false", "dict": "a mapping", "
 PLURAL = {"int": "whole numbers", "str": "texts", "dict": "mappings"}
 # Variables of earlier releases: setting one is refused with what replaced it.
 RENAMED = dict(container.RENAMED)
+# The Ray-only firewall's: the firewall role protects both launchers and is on by default.
+RENAMED.update({
+    "ray_cluster_firewall": "firewall_enabled (the firewall role protects both launchers and is on by default)",
+    "ray_cluster_firewall_open_ports": "firewall_open_ports",
+    "preflight_cann_home": "preflight_ascend_home, the Ascend root that holds ascend-toolkit/ or cann-<version>/ and "
+                           "driver/ (default /usr/local/Ascend)",
+})
 
 
 def _converted(value, kind):

@@ -1,18 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A node's managed files in one step: what differs between each wanted file (content, mode, owner, group)
-and the one on disk, and the --diff entries that say so without showing a secret. Pure; the
-managed_files module reads the disk and writes."""
+"""A node's managed files: what differs between each wanted file (content, mode, owner, group) and the one on
+disk, and the --diff entries that say so without showing a secret. Pure; node_apply reads the disk and writes
+(module_utils/apply_files.py)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
-import hmac
-
-from ansible.module_utils.common.text.converters import to_bytes
 
 SECRET_NOTE = "(secret content, not shown)\n"
 HIDDEN_NOTE = "(content not shown)\n"
@@ -100,43 +96,3 @@ def account_name(lookup, number):
         return lookup(number)[0]
     except KeyError:
         return str(number)
-
-
-def digest(key, data):
-    """HMAC-SHA256 of DATA (bytes) under KEY (text, one run's random key): node_probe reports each file by it,
-    so that its output holds nothing against which a guess of a secret could be checked."""
-    return hmac.new(to_bytes(key), data, hashlib.sha256).hexdigest()
-
-
-def settled(probed, key, files, directories=None, secrets=None):
-    """True when PROBED (node_probe's RV files: {path: {type, mode, owner, group, digest} or None}, read under
-    KEY) shows every directory and file as the managed_files module would leave it, so that running it would
-    change nothing. FILES and DIRECTORIES are that module's options, SECRETS the content of secret files.
-    Any doubt answers False (the module then runs): a path the probe did not read, a link in a file's place,
-    an account given by number, a mode that is not octal."""
-    if not key or not isinstance(probed, dict):
-        return False
-    secrets = secrets or {}
-    wanted = [(spec, "directory", None) for spec in directories or []]
-    for spec in files or []:
-        content = secrets.get(spec.get("path"), spec.get("content"))
-        if content is None:
-            return False
-        wanted.append((spec, "file", digest(key, to_bytes(content, errors="surrogate_or_strict"))))
-    for spec, kind, content_digest in wanted:
-        have = probed.get(spec.get("path"))
-        if not have or have.get("type") != kind:
-            return False
-        try:
-            mode = mode_text(parse_mode(spec.get("mode", "0755" if kind == "directory" else None), spec["path"]))
-        except (TypeError, ValueError):
-            return False
-        accounts = [spec.get("owner", "root"), spec.get("group", "root")]
-        # The probe names accounts; the module also takes numbers, which the probe shows by name.
-        if not all(accounts) or any(str(account).isdigit() for account in accounts):
-            return False
-        if [have.get("mode"), have.get("owner"), have.get("group")] != [mode] + accounts:
-            return False
-        if content_digest is not None and have.get("digest") != content_digest:
-            return False
-    return True

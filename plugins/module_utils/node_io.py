@@ -8,15 +8,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
-import grp
 import os
-import pwd
-import stat
 import tarfile
 
 from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
-from ansible_collections.ascend.inference.plugins.module_utils import managed_files
 
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
 
@@ -29,40 +25,6 @@ def read(path, newline=None):
             return handle.read()
     except (IOError, OSError, UnicodeDecodeError):
         return None
-
-
-def path_state(path, key):
-    """What the managed_files module would find at PATH, for managed_files.settled: {type (file, directory,
-    link or other), mode, owner, group, and for a file the digest of its content under KEY}; None when
-    nothing is there or it cannot be read. A link is not followed (the module replaces a link in a file's place)."""
-    try:
-        info = os.lstat(path)
-        kinds = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISLNK, "link"))
-        state = {"type": next((name for test, name in kinds if test(info.st_mode)), "other"),
-                 "mode": managed_files.mode_text(info.st_mode),
-                 "owner": managed_files.account_name(pwd.getpwuid, info.st_uid),
-                 "group": managed_files.account_name(grp.getgrgid, info.st_gid)}
-        if state["type"] == "file":
-            with open(path, "rb") as handle:
-                state["digest"] = managed_files.digest(key, handle.read())
-    except (IOError, OSError):
-        return None
-    return state
-
-
-def path_states(paths, directories, key):
-    """{path: path_state} for each of PATHS, and for each of DIRECTORIES and every entry directly in it."""
-    found = dict((path, path_state(path, key)) for path in paths)
-    for directory in directories:
-        found[directory] = path_state(directory, key)
-        try:
-            names = os.listdir(directory)
-        except (IOError, OSError):
-            continue
-        for name in names:
-            path = os.path.join(directory, name)
-            found[path] = path_state(path, key)
-    return found
 
 
 def davinci_devices():

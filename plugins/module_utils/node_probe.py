@@ -75,21 +75,6 @@ def unit_of_cgroup(cgroup_text, containers=None):
     return units[-1] if units else None
 
 
-def unit_states(shown, names):
-    """{unit: {load, active, enabled, running}} for each of ``names`` that ``shown`` (systemctl show's blocks by
-    Id, reports.systemctl_units) holds; an unknown unit is there too, with load "not-found". ``running``: loaded,
-    active and enabled, what a task that starts and enables it would leave."""
-    states = {}
-    for name in names:
-        props = shown.get(name)
-        if props is not None:
-            states[name] = {"load": props.get("LoadState") or None, "active": props.get("ActiveState") or None,
-                            "enabled": props.get("UnitFileState") or None}
-            states[name]["running"] = (states[name]["load"], states[name]["active"], states[name]["enabled"]) == (
-                "loaded", "active", "enabled")
-    return states
-
-
 # Run by a Python environment's interpreter (the engine's, Ray's): its version and the installed version of each
 # distribution named in argv.
 PYTHON_VERSIONS = (

@@ -68,7 +68,8 @@ ARGUMENT_SPEC = dict(
     container_engine=dict(type="str", default=DEFAULTS["container_engine"], choices=list(CONTAINER_ENGINES)),
     config_dir=dict(type="str", default=DEFAULTS["config_dir"]),
     python_env=dict(type="str", default=DEFAULTS["python_env"]),
-    nodes=dict(type="list", elements="dict", required=True, options=NODE_SPEC),
+    check_nodes=dict(type="bool", default=False),
+    nodes=dict(type="list", elements="dict", options=NODE_SPEC),
 )
 
 

@@ -91,6 +91,15 @@ def barrier_report(expected, timeout, state=None, error=None, unreachable=None):
     return "\n".join(lines)
 
 
+def failed_barrier_report(plan, timeout, failed, checks):
+    """The report of a FAILED barrier (ray_barrier's result) made again with why each node that did not join
+    cannot reach the head, from CHECKS: {node: the result of its wait for the head's Ray port}."""
+    unreachable = dict(failed.get("unreachable") or {})
+    unreachable.update(head_check_reasons(dict((node, check) for node, check in (checks or {}).items()
+                                               if isinstance(check, dict))))
+    return barrier_report(expected_nodes(plan), timeout, failed.get("state"), failed.get("error"), unreachable)
+
+
 def head_check_reasons(checks):
     """{node: why it cannot reach the head} from {node: the result of its wait for the head's Ray port}:
     wait_for's message where it timed out; nothing for a node that reached the port, skipped the wait, or

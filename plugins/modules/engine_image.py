@@ -51,6 +51,18 @@ options:
     description: Read the releases and CANN files inside the image.
     type: bool
     default: true
+  expect_id:
+    description:
+      - The image ID the node will have once an archive from the controller is sent and loaded (read by the action
+        plugin only). In check mode, a node whose image is another is recorded as one that would load it.
+    type: str
+  run:
+    description: How the phases that run the image run it (read by the action plugin only, kept with what was found) -
+      C(cache_dir), C(shm_size), C(extra_args), C(stop_timeout).
+    type: dict
+notes:
+  - What it found is kept as the fact C(ascend_applied.image) (C(program), C(kind), C(id), C(archive_id), C(action),
+    C(inside), C(error), C(run)), which the ray and serve phases read in container mode.
 """
 
 EXAMPLES = r"""
@@ -126,6 +138,9 @@ def main():
             pull=dict(type="bool", default=False),
             archive=dict(type="path"),
             inspect=dict(type="bool", default=True),
+            # Read by the action plugin, which does not pass it on.
+            expect_id=dict(type="str"),
+            run=dict(type="dict"),
         ),
         supports_check_mode=True,
     )

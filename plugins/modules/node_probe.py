@@ -21,9 +21,8 @@ description:
     C(/dev/davinciN), what C(hccn_tool -i) takes) from O(device_map), else C(npu-smi info -t phyid-remap -p N),
     else the Phy-ID column of the C(npu-smi info) table (Atlas A3), else the logic ID (as on a host).
     Where chips and device files disagree, the problems name both numbers."
-  - One module run instead of one per question, so a preflight costs one round trip per node. The later
-    roles read what it found about their own files, programs and units (O(paths), O(programs), O(units)) instead
-    of asking the node again.
+  - One module run instead of one per question, so a preflight costs one round trip per node. Detection only - it
+    reads no file the collection's roles write; what they write, node_apply reads as it writes.
   - Reads only; a tool that fails is reported in the result, never as a module failure,
     so the caller can name every problem at once.
 author:
@@ -108,11 +107,6 @@ options:
         device files, the CANN toolkit, the driver's libraries, the model and the engine.
     type: str
     default: root
-  paths:
-    description: Paths whose existence to report in RV(paths) (a dangling symbolic link exists).
-    type: list
-    elements: path
-    default: []
   programs:
     description: Programs to look up on PATH and in the system directories, reported in RV(programs).
     type: list
@@ -133,35 +127,6 @@ options:
         type: list
         elements: str
         default: []
-  units:
-    description: systemd units whose state to report in RV(units), read with one C(systemctl show).
-    type: list
-    elements: str
-    default: []
-  files:
-    description:
-      - Paths whose type, mode, owner, group and content digest to report in RV(files), as the
-        M(ascend.inference.managed_files) module would find them (that module's O(ascend.inference.managed_files#module:probed)
-        takes them, to skip a write that would change nothing).
-    type: list
-    elements: path
-    default: []
-  file_dirs:
-    description: Directories reported in RV(files) with every entry directly in them.
-    type: list
-    elements: path
-    default: []
-  digest_key:
-    description:
-      - The key of the HMAC-SHA256 digests in RV(files) (one run's random key, never shown), so that the output
-        holds nothing a guess of a secret file's content could be checked against. Required with O(files) or
-        O(file_dirs).
-    type: str
-  texts:
-    description: Files whose content to report in RV(texts) (not secrets - the output shows them).
-    type: list
-    elements: path
-    default: []
 """
 
 EXAMPLES = r"""
@@ -285,24 +250,11 @@ service:
       type: list
       elements: str
   sample: {user: ascend-inference, device_group: HwHiAiUser, problems: []}
-paths:
-  description: Whether each of O(paths) exists, by path.
-  returned: always
-  type: dict
-  sample: {/etc/systemd/system/ascend-engine.service: false}
 programs:
   description: The path of each of O(programs), or null where it is not installed.
   returned: always
   type: dict
   sample: {nft: /usr/sbin/nft}
-units:
-  description:
-    - Each of O(units) with its C(load), C(active) and C(enabled) state (systemd's C(LoadState), C(ActiveState) and
-      C(UnitFileState)) and whether it is C(running) (loaded, active and enabled); empty when systemctl is missing
-      or fails.
-  returned: always
-  type: dict
-  sample: {ascend-firewall.service: {load: loaded, active: active, enabled: enabled, running: true}}
 python:
   description:
     - O(python.path) with its C(version) (null where it does not exist or does not run), the installed version
@@ -319,31 +271,12 @@ cann_env:
   returned: always
   type: dict
   sample: {set_env: /usr/local/Ascend/ascend-toolkit/set_env.sh, rc: 0, variables: {ASCEND_HOME_PATH: /usr/local/Ascend/ascend-toolkit/latest}}
-hostname:
-  description: The C(running) host name (the kernel's) and the C(static) one (the first line of C(/etc/hostname), null without it).
-  returned: always
-  type: dict
-  sample: {running: node-1, static: node-1}
-files:
-  description:
-    - Each of O(files), and each of O(file_dirs) with the entries in it, by path - its C(type) (V(file), V(directory),
-      V(link) or V(other); a link is not followed), C(mode), C(owner), C(group) and for a file the C(digest) of its
-      content (HMAC-SHA256 under O(digest_key)); null where nothing is there.
-  returned: always
-  type: dict
-  sample: {/etc/ascend-inference/node.env: {type: file, mode: "0600", owner: root, group: root, digest: 5d41402a...}}
-texts:
-  description: Each of O(texts) by path, its content, null where it cannot be read as text.
-  returned: always
-  type: dict
-  sample: {/etc/hosts: "127.0.0.1 localhost\n"}
 """
 
 import grp
 import json
 import os
 import pwd
-import socket
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -357,7 +290,6 @@ from ansible_collections.ascend.inference.plugins.module_utils.node_io import re
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
 from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
 from ansible_collections.ascend.inference.plugins.module_utils import npu
-from ansible_collections.ascend.inference.plugins.module_utils import reports
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 
@@ -529,17 +461,6 @@ def _service(user, account, device_ids, paths):
     return {"user": user, "device_group": group, "problems": problems}, (uid, gids)
 
 
-def _units(module, names):
-    """{unit: {load, active, enabled}} from one systemctl call; {} when systemctl cannot tell."""
-    systemctl = module.get_bin_path("systemctl") if names else None
-    if not systemctl:
-        return {}
-    rc, out, _err = _run(module, [systemctl, "show", "--property=Id,LoadState,ActiveState,UnitFileState", "--"] + names)
-    if rc != 0:
-        return {}
-    return parse.unit_states(reports.systemctl_units(out), names)
-
-
 def _cann_env(module, set_env):
     """What set_env.sh exports to a clean shell, or None without one."""
     if not set_env:
@@ -565,12 +486,6 @@ def _python(module, spec):
     return found
 
 
-def _hostname():
-    static = _read("/etc/hostname")
-    return {"running": socket.gethostname(),
-            "static": static.strip().split("\n")[0] if static and static.strip() else None}
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -589,22 +504,14 @@ def main():
             )),
             engine_container=dict(type="bool", default=False),
             service_user=dict(type="str", default=service_account.ROOT),
-            paths=dict(type="list", elements="path", default=[]),
             programs=dict(type="list", elements="str", default=[]),
-            units=dict(type="list", elements="str", default=[]),
             python=dict(type="dict", options=dict(
                 path=dict(type="path", required=True),
                 distributions=dict(type="list", elements="str", default=[]),
             )),
-            files=dict(type="list", elements="path", default=[]),
-            file_dirs=dict(type="list", elements="path", default=[]),
-            digest_key=dict(type="str", no_log=True),
-            texts=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
-    if (module.params["files"] or module.params["file_dirs"]) and not module.params["digest_key"]:
-        module.fail_json(msg="digest_key is required with files or file_dirs")
     rc, out, err = _run(module, ["ip", "-j", "-4", "addr", "show"])
     if rc != 0:
         module.fail_json(msg="ip -j -4 addr show failed (rc %d): %s" % (rc, err.strip()))
@@ -658,15 +565,9 @@ def main():
         container_mounts_missing=[p for p in container.DRIVER_MOUNTS if not os.path.exists(p)]
         if module.params["engine_container"] else [],
         service=service,
-        paths=dict((path, os.path.lexists(path)) for path in module.params["paths"]),
         programs=dict((name, module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin"])) for name in module.params["programs"]),
-        units=_units(module, module.params["units"]),
         cann_env=_cann_env(module, toolkit["set_env"] if toolkit else None),
         python=_python(module, module.params["python"]),
-        hostname=_hostname(),
-        files=node_io.path_states(module.params["files"], module.params["file_dirs"], module.params["digest_key"]),
-        # As the bytes are: blockinfile, which block_in_place stands in for, reads "\r\n" as it is.
-        texts=dict((path, _read(path, newline="")) for path in module.params["texts"]),
     )
 
 

@@ -100,16 +100,16 @@ options:
     description:
       - Environment variables added to (and overriding) every node's computed environment.
       - Secret variables (names ending in C(_TOKEN), C(_KEY), C(_SECRET) or C(_PASSWORD), or those words
-        alone) are checked and listed in RV(cluster.secret_env_names) but left out of every node's C(env);
-        the plan role passes them by O(secret_env) instead, so that their values never reach this module.
+        alone) are checked and listed in RV(cluster.secret_env_names) but left out of every node's C(env) -
+        only their names and what is wrong with their values reach the planner.
       - C(VLLM_API_KEY) is refused, as C(api_key) in O(serve_options) is; the serve role sets it
         from C(ascend_api_key).
     type: dict
     default: {}
   secret_env:
     description:
-      - The secret variables of C(ascend_extra_env) by name, each with the problems found in its value
-        (the C(ascend.inference.secret_env_summary) filter), so that the values stay out of the plan.
+      - Secret variables by name, each with the problems found in its value, for a caller that keeps the
+        values out of O(extra_env) itself.
       - The node_env role writes the values to a 0600 file that the services load.
     type: dict
     default: {}
@@ -191,11 +191,25 @@ options:
         detected ones instead of refusing a layout on the assumed count (an Atlas A3 node has 16).
     type: bool
     default: false
+  check_nodes:
+    description:
+      - Also judge every host of the play against the plan from what the preflight's probe recorded on it
+        (C(ascend_applied.preflight)) - its address and NIC, NPU chips and device files, CANN, model files, ports,
+        engine - and fail with every host's problems at once; the notes (which CANN is used, what is not checked
+        yet) are shown. The preflight role sets it.
+    type: bool
+    default: false
   nodes:
-    description: The cluster's nodes, head included, in inventory order.
+    description:
+      - The cluster's nodes, head included, in inventory order.
+      - Omitted - every host of C(ascend_cluster) from its variables (C(ascend_node_ip), default C(ansible_host);
+        C(ascend_nic); C(ascend_npu_devices); C(ascend_npu_device_map); C(ascend_npus_per_node);
+        C(ascend_data_parallel_size_local); C(ascend_data_parallel_start_rank)), with what the preflight detected
+        where the inventory leaves them unset. The inventory is checked first - the groups (C(ascend_head), one host,
+        and C(ascend_workers) under C(ascend_cluster)), the type of every variable of the collection's roles on every
+        host, the API key - and any problem fails the task naming the variables and hosts.
     type: list
     elements: dict
-    required: true
     suboptions:
       name:
         description: Inventory hostname.
@@ -473,6 +487,11 @@ cluster:
     expert_parallel_size: null
     ray_nodes_expected: 2
     ray_npus_expected: 4
+node_problems:
+  description: With O(check_nodes), each play host's problems, by inventory name.
+  returned: with O(check_nodes)
+  type: dict
+  sample: {node2: ["ascend_nic eth9 does not carry ascend_node_ip 192.0.2.12 (found on: eth0)"]}
 nodes:
   description: Per-node results, keyed by inventory name.
   returned: success
@@ -581,6 +600,10 @@ from ansible_collections.ascend.inference.plugins.module_utils.plan_request impo
 
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    # The inventory and the preflight's records are the action plugin's to read; a module has only its options.
+    if module.params["nodes"] is None:
+        module.fail_json(msg="nodes is required where the action plugin does not read them from the inventory")
+    module.params.pop("check_nodes")
     result = answer(module.params)
     if result.get("failed"):
         result.pop("failed")

@@ -75,11 +75,17 @@ written:
   type: list
   elements: str
   sample: [plan/node1.json]
+layout:
+  description: The layout as text, a table per node (every NPU's DP rank, PP stage, TP rank and EP group), as
+    C(layout.svg) draws it.
+  returned: always
+  type: str
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ascend.inference.plugins.module_utils.layout import render_text
 from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
 
 
@@ -127,7 +133,7 @@ def main():
                 module.atomic_move(tmp, path)
         if os.path.exists(path) and module.set_mode_if_different(path, module.params["mode"], False):
             mode_changed = True
-    result = {"changed": bool(written) or mode_changed, "written": written}
+    result = {"changed": bool(written) or mode_changed, "written": written, "layout": render_text(plan)}
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -30,19 +30,39 @@ author:
   - ascend.inference contributors (@ascend-inference)
 options:
   argv:
-    description: 'The probe''s command line; it prints C([{"ip": ..., "npus": ...}, ...]) for the alive nodes.'
+    description:
+      - 'The probe''s command line; it prints C([{"ip": ..., "npus": ...}, ...]) for the alive nodes.'
+      - Omitted - the cluster probe the ray phase installed in O(config_dir) on the head, run with Ray's Python
+        (O(python_env)) or, in container mode, inside the head's engine container, as a client of a
+        token-authenticated cluster where the head holds the token.
     type: list
     elements: str
-    required: true
   plan:
-    description: The plan (M(ascend.inference.parallel_plan)'s result); its C(cluster.node_order) and each node's
-      C(node_ip) and C(visible_devices) say who must join with how many NPUs.
+    description:
+      - The plan (M(ascend.inference.parallel_plan)'s result); its C(cluster.node_order) and each node's
+        C(node_ip) and C(visible_devices) say who must join with how many NPUs.
+      - Omitted - C(ascend_plan).
     type: dict
-    required: true
+  config_dir:
+    description: Where the ray phase put the probe and the token; the plan's C(cluster.config_dir) when omitted.
+    type: path
+  python_env:
+    description: Ray's Python environment on the head (host mode); the plan's C(cluster.python_env) when omitted.
+    type: path
   unreachable:
-    description: >-
-      Why a node did not join, by inventory name, where the node's own wait for the head said so (for
-      example C(node2) with C(Timeout when waiting for 192.0.2.11:6379)); shown beside that node in the failure.
+    description:
+      - Why a node did not join, by inventory name, where the node's own wait for the head said so (for
+        example C(node2) with C(Timeout when waiting for 192.0.2.11:6379)); shown beside that node in the failure.
+      - Omitted - what the workers' ray phase recorded of their wait for the head (C(ascend_applied.ray.waited)).
+    type: dict
+  failed:
+    description:
+      - A failed barrier's result - no polling then - the task fails with its report made again, with why each
+        node that did not join cannot reach the head, from O(checks).
+    type: dict
+  checks:
+    description: With O(failed), each node's own wait for the head's Ray port (M(ansible.builtin.wait_for)'s result),
+      by inventory name.
     type: dict
     default: {}
 """
@@ -55,7 +75,10 @@ EXAMPLES = r"""
     timeout: 300
     unreachable: {node2: "Timeout when waiting for 192.0.2.11:6379"}
   register: ray_cluster_nodes
-  check_mode: false
+
+- name: The same, the probe and the reasons as the ray phase left them
+  ascend.inference.ray_barrier:
+    timeout: 300
 """
 
 RETURN = r"""
@@ -85,7 +108,7 @@ error:
   returned: when the cluster is not whole
   type: str
 unreachable:
-  description: O(unreachable) as given, for P(ascend.inference.ray_barrier_report#filter).
+  description: O(unreachable) as given (or read), for the report made again with O(failed).
   returned: when the cluster is not whole
   type: dict
 attempts:

@@ -25,7 +25,8 @@ POLL_ARGUMENTS = dict(
 
 class PollingAction(ActionBase):
     """Subclasses set LABEL, ARGUMENTS (and _VALID_ARGS from them) and implement
-    poll(args, task_vars) -> (done, status, seen) and finish(result, done, seen, args) -> result."""
+    poll(args, task_vars) -> (done, status, seen) and finish(result, done, seen, args) -> result; prepare(args,
+    task_vars) may complete the arguments first."""
 
     TRANSFERS_FILES = False
     LABEL = ""
@@ -38,6 +39,7 @@ class PollingAction(ActionBase):
             # Nothing was started that could be waited for; the poll's modules would only skip.
             result.update(skipped=True, changed=False, msg="a wait is not run in check mode")
             return result
+        self.prepare(args, task_vars)
         throttle = progress.Throttle(args["progress_every"])
         host = task_vars.get("inventory_hostname", "?")
         start = time.monotonic()
@@ -60,6 +62,9 @@ class PollingAction(ActionBase):
 
     def run_on_target(self, module_name, module_args, task_vars):
         return self._execute_module(module_name=module_name, module_args=module_args, task_vars=task_vars)
+
+    def prepare(self, args, task_vars):
+        """What the polls need that the task did not give (ARGS may be completed here)."""
 
     def poll(self, args, task_vars):
         raise NotImplementedError

@@ -11,6 +11,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -20,40 +21,42 @@ EXAMPLE = os.path.join(REPO, "inventories", "examples", "09-qwen3-235b-tp8-pp2-r
 IMAGE = "quay.io/ascend/vllm-ascend:v0.23.0"
 # The image's ID on the node (what the engine_image module read): the unit runs the image by it.
 IMAGE_ID = "04598bc9955b" + "1" * 52
-PLAYBOOK = """
-- hosts: ascend_cluster
-  gather_facts: false
-  vars_files: [{defaults}, {role_vars}]
-  vars:
-    engine_container_node: "{{{{ ascend_plan.nodes[inventory_hostname] }}}}"
-  tasks:
-    - ansible.builtin.include_role:
-        name: ascend.inference.plan
-    - ansible.builtin.copy:
-        content: "{{{{ lookup('ansible.builtin.template', '{template}') }}}}"
-        dest: "{out}/{{{{ inventory_hostname }}}}.service"
-        mode: "0644"
-      delegate_to: localhost
-"""
+
+
+class Node(object):
+    """One host of the plan as the ray and serve phases see it (plugins/plugin_utils/phase_node.py)."""
+
+    def __init__(self, host, plan):
+        self.host, self.plan = host, plan
 
 
 def render(tmp_path_factory, collections_root, program):
-    out = tmp_path_factory.mktemp("units")
-    role = os.path.join(REPO, "roles", "engine_container")
-    playbook = out / "render.yml"
-    playbook.write_text(PLAYBOOK.format(defaults=os.path.join(role, "defaults", "main.yml"),
-                                        role_vars=os.path.join(role, "vars", "main.yml"),
-                                        template=os.path.join(role, "templates", "ascend-engine.service.j2"), out=out))
+    """Every node's unit as the engine container's phases render it, from the example's plan (plan.yml)."""
+    sys.path.insert(0, str(collections_root))
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import render as render_template
+    out = tmp_path_factory.mktemp("plan")
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root), ANSIBLE_NOCOLOR="1")
     env.pop("ANSIBLE_CONFIG", None)
-    # Extra vars outrank the role defaults loaded as vars_files; the program is what the role finds on a node.
-    settings = {"ascend_runtime": "container", "ascend_container_image": IMAGE, "engine_container_program": program,
-                "engine_container_run_image": IMAGE_ID,
+    settings = {"ascend_runtime": "container", "ascend_container_image": IMAGE, "ascend_plan_dir": str(out),
                 "ascend_api_key": "not-in-the-unit", "ascend_extra_env": {"HF_TOKEN": "hf-not-in-the-unit"}}
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), str(playbook), "-i", EXAMPLE, "-e", json.dumps(settings)],
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "playbooks", "plan.yml"),
+                           "-i", EXAMPLE, "-e", json.dumps(settings)],
                           cwd=str(out), env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {path.stem: path.read_text() for path in out.glob("*.service")}
+    documents = dict((path.stem, json.loads(path.read_text())) for path in out.glob("*.json"))
+    cluster = next(iter(documents.values()))["cluster"]
+    plan = {"cluster": cluster, "nodes": dict((host, dict((key, value) for key, value in document.items()
+                                                          if key != "cluster")) for host, document in documents.items())}
+    # What the engine_container role found on a node (ascend_applied.image), with its defaults.
+    run = {"cache_dir": "/root/.cache", "shm_size": "1g", "extra_args": [], "stop_timeout": 90}
+    image = {"program": program, "id": IMAGE_ID, "run": run}
+    units = {}
+    for host in plan["nodes"]:
+        part = phase_runtime.engine(Node(host, plan), image)
+        unit = next(spec for spec in part["files"] if spec["path"].endswith("ascend-engine.service"))
+        units[host] = render_template(unit["template"], unit["values"])
+    return units
 
 
 @pytest.fixture(scope="module")

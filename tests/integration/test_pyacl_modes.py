@@ -31,7 +31,7 @@ def verify(tree, site):
 def file_task(ansible_env, tree):
     """Run the role's task on TREE; whether it changed something. (Not in check mode: there the file module
     reports a link in the tree as a change that a real run never makes.)"""
-    args = dict(role_task("Let every account read pyACL", "main.yml")["ansible.builtin.file"], path=str(tree))
+    args = dict(role_task("Let every account read pyACL", "install.yml")["ansible.builtin.file"], path=str(tree))
     proc = subprocess.run([os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-m", "ansible.builtin.file",
                            "-a", json.dumps(args), "-o"],
                           env=ansible_env, capture_output=True, text=True, check=False)

@@ -85,9 +85,18 @@ def test_systemd_passes_every_hostile_argument_unchanged(host):
 
 
 def test_the_collections_units_use_it():
-    """Both unit templates render ExecStart through the filter (so the test above covers them)."""
+    """Every unit's command lines are quoted by it (phase_runtime.command_line) and the templates only render them
+    (so the test above covers them)."""
+    root = os.path.join(HERE, "..", "..", "..")
     for template in ("roles/serve/templates/ascend-serve.service.j2",
-                     "roles/ray_cluster/templates/ascend-ray.service.j2"):
-        with open(os.path.join(HERE, "..", "..", "..", template)) as handle:
+                     "roles/ray_cluster/templates/ascend-ray.service.j2",
+                     "roles/engine_container/templates/ascend-engine.service.j2"):
+        with open(os.path.join(root, template)) as handle:
             text = handle.read()
-        assert "ascend.inference.systemd_command_line" in text and "map('quote')" not in text, template
+        assert "ExecStart={{ exec_start }}" in text and "|" not in text.split("ExecStart=")[1].split("\n")[0], template
+    with open(os.path.join(root, "plugins", "module_utils", "phase_runtime.py")) as handle:
+        assert "systemd.command_line(argv)" in handle.read()
+    for phase in ("phase_ray.py", "phase_serve.py", "phase_runtime.py"):
+        with open(os.path.join(root, "plugins", "module_utils", phase)) as handle:
+            text = handle.read()
+        assert '"exec_start": runtime.command_line(' in text or '"exec_start": command_line(' in text, phase

@@ -43,14 +43,17 @@ def test_older_ray_is_warned_about_and_gets_no_token():
     code, out = playbook("ray.yml", "--check", "--diff", "-e", "ray_cluster_version=2.51.0")
     assert code == 0, out[-3000:]
     words = " ".join(out.split())  # the output callback folds long messages
-    assert words.count("WARNING: Ray 2.51.0 runs without token authentication (too old for it)") == len(HOSTS), \
-        out[-3000:]
+    for name in HOSTS:
+        assert "%s: Ray 2.51.0 runs without token authentication (too old for it)" % name in words, out[-3000:]
     assert words.count("The members-only firewall is on.") == len(HOSTS), out[-3000:]
-    # Ray's environment would lose the token settings, and the token file is not written.
-    written = out.split("TASK [ascend.inference.ray_cluster : Write Ray's token, environment, unit and probe]")[1]
-    written = written.split("TASK [")[0]
+    # Ray's environment would lose the token settings (the head's step, then the workers'), and the token file is
+    # not written.
+    written = "".join(out.split("TASK [ascend.inference.ray_cluster : Ray on the %s]" % which)[1].split("TASK [")[0]
+                      for which in ("head", "workers"))
     assert written.count('-RAY_AUTH_MODE="token"') == len(HOSTS), written
     assert "before: /etc/ascend-inference/ray-auth-token" not in written, written
+    for name in HOSTS:
+        assert "%s: /etc/ascend-inference/ray.env content (would be written)" % name in written, written
     # Without the firewall nothing keeps non-members off an unauthenticated Ray: refused, unless opted out.
     code, out = playbook("ray.yml", "--check", "-e", json.dumps({"ray_cluster_version": "2.51.0",
                                                                 "firewall_enabled": False}))
@@ -113,11 +116,15 @@ def test_workers_restart_after_a_changed_head_and_ray_installs_from_an_index():
     assert code == 0, out[-3000:]
     after = services()
     assert node("ray-worker1").file("/etc/systemd/system/ascend-ray.service").content_string == worker1_unit
-    workers_task = out.split("TASK [ascend.inference.ray_cluster : Start the workers")[1].split("TASK [")[0]
+    head_task = out.split("TASK [ascend.inference.ray_cluster : Ray on the head]")[1].split("TASK [")[0]
+    assert "%s: ascend-ray.service restarted" % HEAD in head_task, head_task
+    workers_task = out.split("TASK [ascend.inference.ray_cluster : Ray on the workers]")[1].split("TASK [")[0]
+    # Restarted by the role, after the head (a worker whose head restarted); ray-worker2, stopped above, started.
+    # systemd may also have restarted a worker that lost the head a moment earlier - Restart=always - so NRestarts
+    # proves nothing here; the apply's own lines do.
+    assert "ray-worker1: ascend-ray.service restarted" in workers_task, workers_task
+    assert "ray-worker2: ascend-ray.service started" in workers_task, workers_task
     for name in ("ray-worker1", "ray-worker2"):
-        # Restarted by the role, after the head. (systemd may also have restarted a worker that lost the
-        # head a moment earlier - Restart=always - so NRestarts proves nothing here; the task result does.)
-        assert "changed: [%s]" % name in workers_task, workers_task
         assert after[name][0] != before[name][0], (name, before, after)
         assert after[name][2] > after[HEAD][2], (name, after)
     assert "GET /simple/ray/" in worker2.file("/tmp/index.log").content_string

@@ -24,6 +24,19 @@ def supervised(host):
     return json.loads(inside(host, "python3 %s status" % SUPERVISOR).stdout)
 
 
+def settled(host, wanted, timeout=90):
+    """The supervisor's processes once they are WANTED (names, all running): a reload is a signal the supervisor acts
+    on in its own time (a removed process is stopped with its stop command, up to 40 s)."""
+    deadline = time.time() + timeout
+    while True:
+        processes = supervised(host)
+        if sorted(processes) == sorted(wanted) and all(p["state"] == "running" for p in processes.values()):
+            return processes
+        if time.time() > deadline:
+            return processes
+        time.sleep(2)
+
+
 def container_id(host):
     return host.check_output("podman container inspect --format '{{.Id}}' ascend-engine")
 
@@ -195,7 +208,7 @@ def test_the_mp_launcher_in_containers_serves_on_every_node_without_ray():
         "ascend_data_parallel_size": 2}))
     assert code == 0, out[-3000:]
     for name in (HEAD, WORKER):
-        processes = supervised(node(name))
+        processes = settled(node(name), ["serve"])
         assert sorted(processes) == ["serve"] and processes["serve"]["state"] == "running", (name, processes)
         assert inside(node(name), "pgrep -x raylet").rc == 1, name
         assert container_id(node(name)) == running[name], name

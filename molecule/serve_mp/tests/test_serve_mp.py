@@ -98,9 +98,12 @@ def test_a_verbose_run_that_rewrites_the_secrets_shows_them_nowhere():
     assert code == 0, out[-3000:]
     for secret in (KEY, stale_key, HF_TOKEN, stale_token):
         assert secret not in out, secret
-    # Both files rewritten, and the worker's serve restarted for them (a new process): secrets.env and its
-    # restart handler (node_env), serve.env and its restart (serve); nothing anywhere else.
-    assert recap(out) == {HEAD: 0, WORKER: 4}, out[-3000:]
+    # Both files rewritten, and the worker's serve restarted for them (a new process): secrets.env and the restart
+    # of what loads it (node_env's step), serve.env and serve's restart (serve's step); nothing anywhere else.
+    assert recap(out) == {HEAD: 0, WORKER: 2}, out[-3000:]
+    for line in ("/etc/ascend-inference/secrets.env content", "/etc/ascend-inference/serve.env content",
+                 "ascend-serve.service restarted"):
+        assert "%s: %s" % (WORKER, line) in out, out[-3000:]
     assert main_pid(node(WORKER), "ascend-serve.service") != worker_pid
     assert KEY in node(WORKER).check_output("cat /etc/ascend-inference/serve.env")
     assert HF_TOKEN in node(WORKER).check_output("cat /etc/ascend-inference/secrets.env")

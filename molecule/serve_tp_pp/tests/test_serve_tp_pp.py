@@ -94,8 +94,13 @@ def test_restart_restarts_ray_head_then_workers_then_serve():
     assert code == 0, out[-3000:]
     after = pids()
     assert all(after[key] != before[key] for key in before), (before, after)
-    # serve is PartOf= Ray and so restarts with the head's Ray: only a start after the workers' Ray shows
-    # that restart.yml's serve phase ran after the Ray phase.
+    # serve is PartOf= Ray and so restarts with the head's Ray (systemd's Restart= then starts it again while the
+    # workers' Ray is down): neither its PID nor its start time shows the order. The applies' own lines do - the
+    # head's Ray, then the worker's, then the barrier, then serve restarted by restart.yml's serve phase.
+    order = ["%s: ascend-ray.service restarted" % HEAD, "%s: ascend-ray.service restarted" % WORKER,
+             "%s: Ray cluster, " % HEAD, "%s: ascend-serve.service restarted" % HEAD]
+    assert all(line in out for line in order), out[-3000:]
+    assert [out.index(line) for line in order] == sorted(out.index(line) for line in order), out[-3000:]
     assert started(HEAD, "ascend-ray.service") < started(WORKER, "ascend-ray.service") \
         < started(HEAD, "ascend-serve.service")
     assert completion(node(WORKER), address_of(node(HEAD)), NAME)

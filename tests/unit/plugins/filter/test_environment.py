@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The environment filters: ascend_extra_env split into what the plan may see and what only the node may."""
+"""The environment filter and what the plan and node_env phases do with ascend_extra_env: split into what the plan may see and what only the node may."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,8 +9,17 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ascend.inference.plugins.filter.environment import public_env, secret_env, secret_env_summary
 from ansible_collections.ascend.inference.plugins.filter.systemd import environment_file
+from ansible_collections.ascend.inference.plugins.module_utils.input_rules import secret_env_summary, split_env
+
+
+def public_env(env):
+    return split_env(env)[0]
+
+
+def secret_env(env):
+    return split_env(env)[1]
+
 
 ENV = {"HF_TOKEN": "hf_value", "Db_Password": "pw_value", "LOG_LEVEL": "debug"}
 

@@ -44,14 +44,19 @@ BLOCK = "192.0.2.11      npu-01\n192.0.2.12      npu-02"
 WRITTEN = "127.0.0.1 localhost\n# BEGIN nodes\n192.0.2.11      npu-01\n192.0.2.12      npu-02\n# END nodes\n"
 
 
-def test_a_block_is_in_place_only_as_blockinfile_writes_it():
-    assert hostnames.block_in_place(WRITTEN, MARKER, BLOCK)
-    assert hostnames.block_in_place(WRITTEN + "10.0.0.9 other\n", MARKER, BLOCK)
-    assert not hostnames.block_in_place(WRITTEN, MARKER, BLOCK.replace("npu-02", "npu-03"))
-    assert not hostnames.block_in_place(WRITTEN, MARKER, BLOCK + "\n192.0.2.13      npu-03")
-    assert not hostnames.block_in_place("127.0.0.1 localhost\n", MARKER, BLOCK)  # no block yet
-    # Doubts: blockinfile would add a final newline, or which block it rewrites is not plain.
-    assert not hostnames.block_in_place(WRITTEN.rstrip("\n"), MARKER, BLOCK)
-    assert not hostnames.block_in_place(WRITTEN + WRITTEN, MARKER, BLOCK)
-    assert not hostnames.block_in_place(WRITTEN.replace("\n", "\r\n"), MARKER, BLOCK)
-    assert not hostnames.block_in_place(None, MARKER, BLOCK)
+def test_the_block_is_written_as_blockinfile_writes_it():
+    assert hostnames.with_block("127.0.0.1 localhost\n", MARKER, BLOCK) == WRITTEN
+    # In place: what is around it stays, byte for byte.
+    assert hostnames.with_block(WRITTEN + "10.0.0.9 other\n", MARKER, BLOCK) == WRITTEN + "10.0.0.9 other\n"
+    changed = hostnames.with_block(WRITTEN, MARKER, BLOCK.replace("npu-02", "npu-03"))
+    assert changed == WRITTEN.replace("npu-02", "npu-03")
+    # Written again, the same: nothing to change on the next run.
+    assert hostnames.with_block(WRITTEN, MARKER, BLOCK) == WRITTEN
+
+
+def test_a_file_without_its_last_line_break_or_with_carriage_returns_keeps_them():
+    assert hostnames.with_block("127.0.0.1 localhost", MARKER, BLOCK) == WRITTEN
+    crlf = "127.0.0.1 localhost\r\n# BEGIN nodes\r\nold\r\n# END nodes\r\n::1 x\r\n"
+    assert hostnames.with_block(crlf, MARKER, BLOCK) == (
+        "127.0.0.1 localhost\r\n# BEGIN nodes\n192.0.2.11      npu-01\n192.0.2.12      npu-02\n# END nodes\n::1 x\r\n")
+    assert hostnames.with_block(None, MARKER, BLOCK) == WRITTEN[len("127.0.0.1 localhost\n"):]

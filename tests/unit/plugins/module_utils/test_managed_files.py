@@ -68,24 +68,3 @@ def test_a_new_directory():
     entry = mf.diff_entry("/d", attrs(content=None, mode=0o755), None, ["created"], "content")
     assert entry["before"] == {"state": "absent"}
     assert entry["after"] == {"state": "directory", "mode": "0755", "owner": "root", "group": "root"}
-
-
-def test_settled_answers_false_on_any_doubt():
-    have = {"type": "file", "mode": "0644", "owner": "root", "group": "root", "digest": mf.digest("k", b"A=1\n")}
-    files = [{"path": "/f", "content": "A=1\n", "mode": "0644"}]
-    assert mf.settled({"/f": have}, "k", files)
-    assert not mf.settled({"/f": have}, "", files)  # no key
-    assert not mf.settled({}, "k", files)  # not probed
-    assert not mf.settled({"/f": None}, "k", files)  # missing
-    assert not mf.settled({"/f": dict(have, type="link")}, "k", files)
-    assert not mf.settled({"/f": have}, "k", [dict(files[0], owner="1000")])  # by number: the probe names it
-    assert not mf.settled({"/f": have}, "k", [dict(files[0], group="0")])
-    assert not mf.settled({"/f": have}, "k", [dict(files[0], owner="")])  # the module refuses it
-    assert not mf.settled({"/f": have}, "k", [dict(files[0], mode="u=rw")])
-    assert not mf.settled({"/f": have}, "k", [{"path": "/f", "mode": "0644"}])  # a secret without its content
-    assert mf.settled({"/f": have}, "k", [{"path": "/f", "mode": "0644"}], secrets={"/f": "A=1\n"})
-    # A directory: mode 0755 and root's unless given.
-    directory = {"type": "directory", "mode": "0755", "owner": "root", "group": "root"}
-    assert mf.settled({"/d": directory}, "k", [], [{"path": "/d"}])
-    assert not mf.settled({"/d": dict(directory, mode="0700")}, "k", [], [{"path": "/d"}])
-    assert not mf.settled({"/d": have}, "k", [], [{"path": "/d"}])

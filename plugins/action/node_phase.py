@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One phase of one node in one task: its desired state computed here, on the controller, from the plan and the
+earlier phases' results (plugins/module_utils/phase_*.py), then applied by node_apply in one round trip; one line
+per changed path and per unit step; the phase's result kept as ascend_applied.<phase> (see
+plugins/modules/node_phase.py for the options and the result)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.ascend.inference.plugins.module_utils import (
+    apply_steps, phase, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_preflight, phase_ray,
+    phase_restart, phase_serve, phase_status, phase_teardown)
+from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
+
+display = Display()
+
+PHASES = {
+    "preflight": phase_preflight.desired,
+    "npu_query": phase_npu_network.query,
+    "npu_ping": phase_npu_network.ping,
+    "npu_report": phase_npu_network.report,
+    "hostnames": phase_hostnames.desired,
+    "node_env": phase_node_env.desired,
+    "firewall": phase_firewall.desired,
+    "ray_install": phase_ray.install,
+    "ray_token": phase_ray.token_read,
+    "ray": phase_ray.desired,
+    "serve": phase_serve.desired,
+    "ray_restart": phase_restart.ray,
+    "serve_restart": phase_restart.serve,
+    "teardown": phase_teardown.desired,
+    "status": phase_status.status,
+    "status_report": phase_status.report,
+}
+ARGUMENTS = dict(phase=dict(type="str", required=True, choices=sorted(PHASES)),
+                 settings=dict(type="dict", default={}))
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGUMENTS)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        args = self.validate_argument_spec(argument_spec=ARGUMENTS)[1]
+        name = args["phase"]
+        node = Node(self, task_vars)
+        try:
+            try:
+                wanted = PHASES[name](node, copy.deepcopy(args["settings"]))
+            except phase.Refused as refusal:
+                result.update(failed=True, changed=False, msg=str(refusal))
+                return result
+            for line in wanted.get("notes") or []:
+                display.display("%s: %s" % (node.host, line))
+            if wanted.get("show"):
+                # A report of the whole play (status.yml's table), as it is.
+                display.display(wanted["show"])
+            record = wanted.get("record")
+            if wanted.get("apply") is not None:
+                state = dict(rendered(node, wanted["apply"]), node=node.host)
+                applied = self._execute_module(module_name="ascend.inference.node_apply", module_args=state,
+                                               task_vars=task_vars)
+                result.update(applied)
+                for line in apply_steps.lines(node.host, applied, node.check_mode):
+                    display.display(line)
+                if applied.get("failed"):
+                    return result
+                if record is not None:
+                    record = dict(record, **phase.summary(applied))
+                    if wanted.get("after"):
+                        record.update(wanted["after"](applied))
+            else:
+                result["changed"] = bool(wanted.get("changed"))
+            result["warnings"] = result.get("warnings", []) + list(wanted.get("warnings") or [])
+            if record is None:
+                # A phase run once for the play records nothing: its facts would reach every host.
+                return result
+            # The run's results so far, with this phase's: a later phase reads them (ascend_applied.<phase>). The
+            # probe starts the run's record.
+            so_far = {} if wanted.get("fresh") else dict(
+                self._templar.template((task_vars.get("ansible_facts") or {}).get(APPLIED)) or {})
+            so_far[name] = record
+            result["ansible_facts"] = {APPLIED: so_far}
+            return result
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)

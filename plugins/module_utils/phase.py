@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every phase's desired state shares (pure logic, no I/O).
+
+A phase's ``desired(node, settings)`` returns {"apply": the node_apply options, or None for a phase that only
+reads; "record": what it keeps in ascend_applied.<phase> for later phases (None: nothing, for a phase run once
+for the play); "warnings", "notes": lines for the log; "show": a report shown as it is; "changed": whether a
+phase that applies nothing changed the node; "fresh": the run's record starts again here; "after": a function of
+node_apply's result whose answer joins the record}. Files may be given as {"template": name, "values": {...}}, rendered by the action plugin with plain Jinja.
+``node`` is the controller's view of one host (plugins/plugin_utils/phase_node.py): host, plan, check_mode,
+var(), group(), play_hosts(), applied(), run(), file().
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class Refused(Exception):
+    """A desired state that must not be applied, said in one message that names the variable and the host."""
+
+
+def stepped(result, unit, actions):
+    """Whether node_apply's RESULT ran one of ACTIONS (start, restart, reload, ...) on UNIT."""
+    return any(step["unit"] == unit and step["action"] in actions for step in result.get("steps") or [])
+
+
+def summary(result):
+    """What every phase records of its apply: the paths written and removed, and the unit steps."""
+    return {"changed_paths": list(result.get("changed_paths") or []),
+            "removed_paths": list(result.get("removed_paths") or []),
+            "steps": [dict(step) for step in result.get("steps") or []],
+            "commands": [command["label"] for command in result.get("commands") or []]}

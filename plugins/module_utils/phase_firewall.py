@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The firewall phase's desired state: the members-only nftables rules and the unit that loads them before Ray
+and serve, or (firewall_enabled false) neither, with a warning; in both cases without the Ray-only firewall of
+earlier releases."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# The Ray-only firewall of releases before the firewall role (ray_cluster_firewall), removed where found; its
+# rules were always here, whatever ascend_config_dir says now.
+LEGACY_UNIT = "ascend-ray-firewall.service"
+LEGACY_UNIT_PATH = "/etc/systemd/system/" + LEGACY_UNIT
+LEGACY_RULES = "/etc/ascend-inference/ray-firewall.nft"
+RULES = "firewall.nft"
+WARNING = ("firewall_enabled is false on %s: every port of Ray and of the engine (Ray runs any code a client sends, "
+           "CVE-2023-48022; the data-parallel RPC port takes the engine's internal messages) is open to anyone who "
+           "reaches the node. Keep the nodes on an isolated network, or set firewall_enabled: true.")
+
+
+def desired(node, settings):
+    """settings: enabled, open_ports, config_dir, ssh_port (the node's ansible_port, or None)."""
+    cluster = node.plan["cluster"]
+    unit = cluster["units"]["firewall"]
+    unit_path = "%s/%s" % (cluster["unit_dir"], unit)
+    rules_path = "%s/%s" % (settings["config_dir"], RULES)
+    legacy = {"name": LEGACY_UNIT, "file": LEGACY_UNIT_PATH, "state": "absent"}
+    state = {"absent": [LEGACY_UNIT_PATH, LEGACY_RULES]}
+    if not settings["enabled"]:
+        state["absent"] += [unit_path, rules_path]
+        state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "absent"}]
+        return {"apply": state, "warnings": [WARNING % node.host], "record": {"enabled": False}}
+    members = [node.plan["nodes"][name]["node_ip"] for name in cluster["node_order"]]
+    # Open to everyone: firewall_open_ports, the API port and the port Ansible reaches this node on.
+    open_ports = set(int(port) for port in settings["open_ports"]) | {int(cluster["api_port"])}
+    if settings.get("ssh_port"):
+        open_ports.add(int(settings["ssh_port"]))
+    state["directories"] = [{"path": settings["config_dir"]}]
+    state["files"] = [
+        {"path": rules_path, "mode": "0644", "validate": "nft --check --file %s", "template": "firewall/firewall.nft.j2",
+         "values": {"members": ", ".join(members), "open_ports": ", ".join(str(p) for p in sorted(open_ports))}},
+        {"path": unit_path, "mode": "0644", "template": "firewall/ascend-firewall.service.j2",
+         "values": {"before": "%s %s" % (cluster["units"]["ray"], cluster["units"]["serve"]), "rules": rules_path}},
+    ]
+    state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "started",
+                               "restart_on": [rules_path, unit_path]}]
+    return {"apply": state, "record": {"enabled": True}}

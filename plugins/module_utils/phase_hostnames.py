@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hostnames phase's desired state: this node's host name and the /etc/hosts block naming every node of
+the cluster (not only this run's: a run with --limit keeps the others' lines). Refused for every node when two
+would share a name or one is not a valid host name."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+
+# RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.
+VALID_NAME = r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'
+MARKER = "# {mark} ascend.inference cluster nodes"
+# What the module sets itself; any other strategy is ansible.builtin.hostname's (the role's own task).
+OWN_STRATEGIES = ("", "systemd", "file")
+NODE_VARS = ("ascend_hostname", "ascend_node_ip", "ansible_host")
+
+
+def desired(node, settings):
+    """settings: strategy, manage_etc_hosts."""
+    hosts = sorted(set(node.group("ascend_cluster")) | set(node.play_hosts()))
+    nodes = dict((host, dict((name, node.var(name, None, host=host)) for name in NODE_VARS)) for host in hosts)
+    names = hostnames.names(nodes)
+    problems = hostnames.problems(names, VALID_NAME)
+    if problems:
+        raise Refused("; ".join(problems))
+    name = names[node.host]
+    state = {}
+    strategy = settings["strategy"]
+    if strategy == "file":
+        # A bind-mounted /etc/hostname (containers) cannot be replaced by rename: written in place then.
+        state["files"] = [{"path": "/etc/hostname", "content": name + "\n", "mode": "0644", "mount_point": True}]
+        state["hostname"] = {"name": name, "strategy": "file"}
+    elif strategy in ("", "systemd"):
+        state["hostname"] = {"name": name, "strategy": "systemd"}
+    if settings["manage_etc_hosts"]:
+        state["blocks"] = [{"path": "/etc/hosts", "marker": MARKER, "block": hostnames.etc_hosts_block(nodes)}]
+    return {"apply": state, "record": {"name": name}}

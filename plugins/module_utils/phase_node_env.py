@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node_env phase's desired state: the node environment (the plan's variables over what CANN's set_env.sh
+exports, pyACL first on PYTHONPATH), the secret variables of ascend_extra_env in their own 0600 file, and the
+profile snippet; a change to either environment file restarts the services that load them where they run."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import posixpath
+
+from ansible_collections.ascend.inference.plugins.module_utils import input_rules, node_env, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+
+DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def cann_variables(node, set_env):
+    """What SET_ENV exports: the preflight's reading where it sourced the same script, else read now."""
+    found = (node.applied("preflight") or {}).get("cann_env") or {}
+    if found.get("set_env") == set_env and found.get("rc") == 0:
+        return found.get("variables") or {}
+    read = node.run("ansible.builtin.command", {"argv": node_env.SOURCE_ARGV + [set_env]})
+    if read.get("rc") != 0:
+        said = (read.get("stderr") or read.get("msg") or "").strip()
+        raise Refused("%s: sourcing %s failed (rc %s): %s" % (node.host, set_env, read.get("rc"), said))
+    return node_env.sourced_env(read.get("stdout", ""))
+
+
+def desired(node, settings):
+    """settings: file, secrets_file, profile, cann_set_env, services, pyacl_site_packages."""
+    plan_node = node.plan["nodes"][node.host]
+    if plan_node["unresolved_env"]:
+        raise Refused("%s on host %s need the NIC that carries %s, which was not found: set ascend_nic."
+                      % (", ".join(plan_node["unresolved_env"]), node.host, plan_node["node_ip"]))
+    cann = {}
+    # In container mode the processes load the image's CANN (the file then holds the plan's variables, for
+    # shells on the host).
+    if node.plan["cluster"]["runtime"]["mode"] == "host":
+        found = (node.applied("preflight") or {}).get("cann") or {}
+        cann = cann_variables(node, settings["cann_set_env"] or found.get("set_env") or DEFAULT_SET_ENV)
+    variables = node_env.node_environment(cann, settings["pyacl_site_packages"], plan_node["env"])
+    secret = input_rules.split_env(node.var("ascend_extra_env", {}) or {})[1]
+    env_file, secrets_file = settings["file"], settings["secrets_file"]
+    try:
+        text, secret_text = systemd.environment_file(variables), systemd.environment_file(secret)
+    except ValueError as error:
+        raise Refused("the environment of host %s: %s" % (node.host, error))
+    state = {
+        "directories": [{"path": posixpath.dirname(env_file)}],
+        "files": [
+            # Files of earlier releases held the secret variables: a diff would show them going.
+            {"path": env_file, "mode": "0600", "diff": False, "template": "node_env/node.env.j2",
+             "values": {"host": node.host, "environment": text.rstrip("\n")}},
+            {"path": secrets_file, "mode": "0600"},
+            {"path": settings["profile"], "mode": "0644", "template": "node_env/profile.sh.j2", "values": {"file": env_file}},
+        ],
+        "secrets": {secrets_file: {"template": "node_env/secrets.env.j2", "values": {"environment": secret_text.rstrip("\n")}}},
+        # Where they run (the engine container reloads: its supervisor restarts what reads a changed file).
+        "units": [{"name": name, "try_restart_on": [env_file, secrets_file]} for name in settings["services"]],
+    }
+    return {"apply": state, "record": {"file": env_file}}

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight's probe phase: what the node is - addresses, NPU chips, CANN, driver, model files, ports, the
+installed engine and the Python that runs Ray - read by node_probe in one round trip, and what the inventory says
+of the node beside it, kept as ascend_applied.preflight: the detection the plan is made again from, the node
+checks judge and the later phases read. Detection only: it reads no file a role writes."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+
+# What of node_probe's answer the checks and the later phases read.
+KEPT = ("ipv4", "npu_smi", "npu", "device_files", "cann", "cann_version", "cann_notes", "cann_problems", "driver",
+        "model", "engine", "listeners", "container_mounts_missing", "service", "programs", "cann_env", "python")
+
+
+def node_ip(node):
+    return str(node.var("ascend_node_ip", None) or node.var("ansible_host", None) or node.host)
+
+
+def desired(node, settings):
+    """settings: the node_probe options (npu_smi, ascend_home, cann_layout, device_map, model, model_record,
+    engine, engine_container, service_user, programs, python) and the checks' context (npu_smi, ascend_home,
+    engine_env, model, cann_pending, model_pending)."""
+    context = settings.pop("context")
+    found = node.run("ascend.inference.node_probe", dict((k, v) for k, v in settings.items() if v is not None))
+    if found.get("failed"):
+        raise Refused("%s: the probe failed: %s" % (node.host, found.get("msg")))
+    address = node_ip(node)
+    nics = sorted(name for name, addresses in (found.get("ipv4") or {}).items() if address in addresses)
+    chips = [chip["logic"] for chip in found["npu"]["chips"]]
+    record = dict((key, found.get(key)) for key in KEPT)
+    record["context"] = dict(context, node_ip=address, ip_nics=nics,
+                             nic=node.var("ascend_nic", None) or (nics[0] if nics else None))
+    # What the plan is made again from (the inventory's ascend_nic and ascend_npu_devices come first).
+    record["detected"] = {
+        "nic": nics[0] if nics else None,
+        "npu_devices": chips if found["npu_smi"]["rc"] == 0 and chips else None,
+        "device_map": found["npu"]["device_map"] or None,
+        "npu_family": found["npu"]["family"],
+        "device_group": found["service"]["device_group"],
+    }
+    record["engine_program"] = ({"program": settings["engine"]["program"],
+                                 "python_env": settings["engine"]["python_env"],
+                                 "found": found["engine"]["program"]} if found.get("engine") else {})
+    return {"apply": None, "record": record, "fresh": True}

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""restart.yml's phases: Ray restarted without a configuration change (the head first; a worker waits for the
+head's port, then restarts), then serve on every node that serves (together: the mp handshake completes in any
+order). In container mode the engine container's supervisor restarts the process; a stopped container starts."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
+
+
+def _restart(node, name, wait=None):
+    plan = node.plan
+    if runtime.mode(plan) == "host":
+        return {"units": [{"name": plan["cluster"]["units"][name], "state": "started", "restart": True,
+                           "wait_for": wait}]}
+    program = (node.applied("image") or {}).get("program")
+    command = runtime.restart_in_container(plan, {"program": program}, name, always=True)
+    command["wait_for"] = wait
+    return {"units": [{"name": plan["cluster"]["runtime"]["unit"], "state": "started"}], "commands": [command]}
+
+
+def ray(node, settings):
+    """settings: barrier_timeout (how long a worker waits for the head's port)."""
+    cluster = node.plan["cluster"]
+    wait = None if node.host == cluster["head"] else {
+        "host": node.plan["nodes"][cluster["head"]]["node_ip"], "port": cluster["ray_port"],
+        "timeout": settings["barrier_timeout"]}
+    return {"apply": _restart(node, "ray", wait), "record": {"restarted": True}}
+
+
+def serve(node, settings):
+    if node.plan["nodes"][node.host]["serve_argv"] is None:
+        return {"apply": None, "record": {"restarted": False}}
+    return {"apply": _restart(node, "serve"), "record": {"restarted": True}}

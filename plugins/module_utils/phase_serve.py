@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The serve phase's desired state: on every node the plan gives a serve command, the serve process (a unit on
+the host, a process of the engine container) and its 0600 environment with the API key, restarted only where
+its own command or environment changed; on the others, nothing of serve."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
+from ansible_collections.ascend.inference.plugins.module_utils import systemd
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+
+COMMENT = "ascend.inference services"
+NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
+          "ansible-vault or -e @secrets.yml); clients then send \"Authorization: Bearer <key>\".")
+
+
+def env_path(plan, settings):
+    return "%s/%s" % (settings["config_dir"].rstrip("/"), plan["cluster"]["serve_env_file"].rsplit("/", 1)[-1])
+
+
+def program(node, settings):
+    """The serve program's path: where the preflight found it (the same name in the same environment), else
+    looked up now as the preflight does (the engine's environment first, then PATH)."""
+    wanted = settings["executable"] or node.plan["nodes"][node.host]["serve_argv"][0]
+    found = (node.applied("preflight") or {}).get("engine_program") or {}
+    if found.get("found") and found.get("program") == wanted and found.get("python_env") == settings["python_env"]:
+        return found["found"]
+    # `command -v` is a shell builtin.
+    look = node.run("ansible.builtin.command", {"argv": [
+        "sh", "-c", 'PATH="$1:$PATH"; command -v "$2"', "sh", settings["python_env"] + "/bin", wanted]})
+    if look.get("rc") != 0 or not (look.get("stdout") or "").strip():
+        raise Refused("%s: cannot find %s in %s/bin (serve_python_env) nor on PATH. Install %s there, or set "
+                      "serve_executable to its path." % (node.host, wanted, settings["python_env"],
+                                                         node.plan["cluster"]["engine"]))
+    return look["stdout"].strip().splitlines()[0]
+
+
+def environment(plan, settings, api_key):
+    """serve.env: the engine's PATH (host mode) and the API key."""
+    variables = {}
+    if runtime.mode(plan) == "host":
+        variables["PATH"] = "%s/bin:%s" % (settings["python_env"], runtime.PATH)
+    if api_key:
+        variables["VLLM_API_KEY"] = api_key
+    try:
+        return systemd.environment_file(variables).rstrip("\n")
+    except ValueError:
+        raise Refused("ascend_api_key cannot hold a line break")
+
+
+def absent(node, settings):
+    """A node that served under an earlier plan (mp before Ray, say) keeps nothing of serve."""
+    plan = node.plan
+    if runtime.mode(plan) == "host":
+        return runtime.merge(runtime.host_unit_absent(plan, "serve", [env_path(plan, settings)]),
+                             runtime.container_leftovers(plan))
+    spec = runtime.spec_path(plan, "serve")
+    return {"absent": [spec, env_path(plan, settings)],
+            "units": [{"name": plan["cluster"]["runtime"]["unit"], "reload_on": [spec],
+                       "retries": runtime.CONTAINER_RETRIES}]}
+
+
+def desired(node, settings):
+    """settings: python_env, executable, config_dir, restart_sec, node_env_file, secrets_file, ray_env_file. In
+    container mode the engine container's settings come with its image (ascend_applied.image)."""
+    plan = node.plan
+    cluster = plan["cluster"]
+    host = node.host
+    plan_node = plan["nodes"][host]
+    api_key = node.var("ascend_api_key", None) or ""
+    warnings = [NO_KEY % (plan_node["node_ip"], cluster["api_port"])] if plan_node["serves_api"] and not api_key else []
+    if plan_node["serve_argv"] is None:
+        return {"apply": absent(node, settings), "warnings": warnings, "record": {"serves": False}}
+    ray = cluster["launcher"] == "ray"
+    serve_env = env_path(plan, settings)
+    state = {"directories": [{"path": settings["config_dir"]}], "files": [{"path": serve_env, "mode": "0600"}],
+             "secrets": {serve_env: {"template": "serve/serve.env.j2",
+                                     "values": {"environment": environment(plan, settings, api_key)}}}}
+    if runtime.mode(plan) == "container":
+        image = runtime.image_of(node)
+        runtime.config_problems(plan, host, {"serve_config_dir": settings["config_dir"],
+                                             "node_env_secrets_file": settings["secrets_file"].rsplit("/", 1)[0]})
+        env_files = [settings["secrets_file"]] + ([settings["ray_env_file"]] if ray else []) + [serve_env]
+        spec = runtime.process(plan, host, "serve", plan_node["serve_argv"], env_files, image, settings["restart_sec"],
+                               after=["ray"] if ray else [])
+        runtime.merge(state, runtime.host_leftovers(plan))
+        runtime.merge(state, runtime.engine(node, image))
+        state["files"].append(spec)
+        state["units"][-1]["reload_on"] = [spec["path"], serve_env]
+        return {"apply": state, "warnings": warnings, "record": {"serves": True}}
+    unit = runtime.unit_path(plan, "serve")
+    state["files"].append({"path": unit, "mode": "0644", "template": "serve/ascend-serve.service.j2",
+                           "values": unit_values(node, settings, program(node, settings), serve_env)})
+    runtime.merge(state, runtime.container_leftovers(plan))
+    # Under Ray, a restart of Ray restarts the engine with it (PartOf=): nothing more to do here for that.
+    state["units"].append({"name": cluster["units"]["serve"], "file": unit, "state": "started",
+                           "restart_on": [unit, serve_env]})
+    state["account"] = runtime.account(plan, COMMENT)
+    # Ray's unit is written first by deploy.yml; a --tags serve run finds it as it is. A check run rewrote nothing.
+    if ray and not node.check_mode:
+        state["peers"] = [{"unit": cluster["units"]["ray"], "user": cluster["service"]["user"]}]
+    return {"apply": state, "warnings": warnings, "record": {"serves": True}}
+
+
+def unit_values(node, settings, serve_program, serve_env):
+    plan = node.plan
+    cluster = plan["cluster"]
+    plan_node = plan["nodes"][node.host]
+    ray = cluster["launcher"] == "ray"
+    units = cluster["units"]
+    # secrets.env is optional ("-"): written by node_env, which a --tags serve run after an upgrade has not run yet.
+    env_files = [settings["node_env_file"], "-" + settings["secrets_file"]] + (
+        [settings["ray_env_file"]] if ray else []) + [serve_env]
+    return {
+        "engine": cluster["engine"], "role": plan_node["role"], "firewall": units["firewall"],
+        "after": units["ray"] if ray else None, "part_of": units["ray"] if ray else None,
+        "joins": units["ray"] if ray and cluster["service"]["confined"] else None,
+        "env_files": env_files, "service_lines": runtime.service_lines(plan, plan_node),
+        "exec_start": runtime.command_line([serve_program] + plan_node["serve_argv"][1:]),
+        "restart_sec": settings["restart_sec"],
+    }

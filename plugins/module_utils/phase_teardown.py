@@ -1,0 +1,22 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""teardown.yml's phase: an empty desired state - every service of the collection stopped and disabled (serve
+first, then the engine container, Ray, the members-only firewall), and no Ray or serve process left. Unit files,
+configuration and software stay: deploy.yml starts everything again. Needs no plan (an inventory that no longer
+validates is still torn down)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import planner
+
+# Start order: node_apply stops them in reverse.
+ORDER = ("firewall", "ray", "engine", "serve")
+LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
+
+
+def desired(node, settings):
+    units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
+    return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}

@@ -1,0 +1,774 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: node_apply
+short_description: Apply a node's desired state of one phase in one round trip
+version_added: "0.1.0"
+description:
+  - The remote half of M(ascend.inference.node_phase), which computes a phase's desired state on the controller
+    and calls this module once per node. Not meant to be called from a playbook directly.
+  - Reads and compares everything first - files, directories, a managed block, paths to remove, the service
+    account, the units' states - and refuses before the first write when anything is wrong (a missing parent
+    directory, content its validate command rejects, an account this collection did not create, a unit
+    that runs as another account).
+  - Then, in this order - creates the service account; stops and disables units (the last to start first); removes
+    paths; writes directories and files (a temporary file beside each, with its final owner and mode, fsync, rename),
+    the managed block and the host name; runs one C(systemctl daemon-reload) where a unit file changed or went;
+    enables, starts, restarts, try-restarts and reloads units in the given order (a unit may first wait for a TCP
+    port, such as a Ray worker for its head); runs the commands due (a process of the engine container restarted
+    by its supervisor); and checks that no process of a pattern is left.
+  - A step that fails ends the apply with what was already done (RV(changed_paths), RV(steps)); the next apply
+    of the same state converges.
+author:
+  - ascend.inference contributors (@ascend-inference)
+attributes:
+  check_mode:
+    description: Reads every path and unit and reports what would change and which steps would run; changes nothing.
+    support: full
+  diff_mode:
+    description: One entry per changed path (the content before and after, a note for secret or hidden content,
+      the attributes that change).
+    support: full
+options:
+  node:
+    description: The node's inventory name, which refusals and failures name.
+    type: str
+    default: this node
+  directories:
+    description: Directories to create or correct, before any file.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The directory. Its parent must exist.
+        type: path
+        required: true
+      mode:
+        description: Octal mode, for example V('0755').
+        type: raw
+        default: "0755"
+      owner:
+        description: Owning user.
+        type: str
+        default: root
+      group:
+        description: Owning group.
+        type: str
+        default: root
+      keep:
+        description: Created only where missing; an existing directory (a mount, say) keeps its owner and mode.
+        type: bool
+        default: false
+  files:
+    description: Files to write or correct, in order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file. Its directory must exist or be in O(directories).
+        type: path
+        required: true
+      content:
+        description: The content, written as given. Required unless the path is a key of O(secrets).
+        type: str
+      mode:
+        description: Octal mode, for example V('0600').
+        type: raw
+        required: true
+      owner:
+        description: Owning user, by name (or number).
+        type: str
+        default: root
+      group:
+        description: Owning group, by name (or number).
+        type: str
+        default: root
+      diff:
+        description: Whether C(--diff) shows the content (a note replaces it when false).
+        type: bool
+        default: true
+      mount_point:
+        description: The file may be a bind mount that a rename cannot replace; it is then written in place.
+        type: bool
+        default: false
+      validate:
+        description: A command, with C(%s) for a temporary file of the new content, that must accept it before
+          anything is written. Not run in check mode.
+        type: str
+  secrets:
+    description: The content of secret files of O(files), by path. Never shown, in the output, C(--diff) or a message.
+    type: dict
+    default: {}
+  blocks:
+    description: A block of lines between two marker lines in a file the state does not own (C(/etc/hosts)), as
+      M(ansible.builtin.blockinfile) writes it; the file keeps its owner and mode and is written in place.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file, which must exist.
+        type: path
+        required: true
+      marker:
+        description: The marker line, with C({mark}) for C(BEGIN) and C(END).
+        type: str
+        required: true
+      block:
+        description: The lines between the markers.
+        type: str
+        required: true
+  absent:
+    description: Paths to remove (a directory with what it holds), after the units that use them stopped.
+    type: list
+    elements: path
+    default: []
+  account:
+    description:
+      - The service account and its own group, created before anything is written. An existing account whose
+        GECOS field is not O(account.comment), or a group that is not its own or has members, is refused.
+    type: dict
+    suboptions:
+      user:
+        description: The account.
+        type: str
+        required: true
+      group:
+        description: Its own group.
+        type: str
+        required: true
+      home:
+        description: Its home directory (not created).
+        type: path
+        required: true
+      shell:
+        description: Its shell.
+        type: path
+        default: /usr/sbin/nologin
+      comment:
+        description: Its GECOS field, how the collection knows the account as its own.
+        type: str
+        required: true
+  peers:
+    description: Units that must run as the given account where they are installed (Ray and serve change
+      accounts together); refused before anything is written otherwise.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      unit:
+        description: The unit.
+        type: str
+        required: true
+      user:
+        description: The account it must run as (an empty C(User=) is root).
+        type: str
+        required: true
+  hostname:
+    description: The host name the node runs under.
+    type: dict
+    suboptions:
+      name:
+        description: The name.
+        type: str
+        required: true
+      strategy:
+        description: V(file) sets the running name with C(hostname) (C(/etc/hostname) is one of O(files));
+          V(systemd) uses C(hostnamectl set-hostname) where the running or static name differs.
+        type: str
+        choices: [file, systemd]
+        default: systemd
+  units:
+    description: The phase's systemd units, in start order.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The unit.
+        type: str
+        required: true
+      file:
+        description: Its unit file, one of O(files) or O(absent); a change reloads systemd once.
+        type: path
+      state:
+        description: V(started) (and enabled), V(stopped), V(absent) (stopped and disabled), or none for a unit
+          that is only restarted where it runs.
+        type: str
+        choices: [started, stopped, absent]
+      enabled:
+        description: Enabled at boot (with V(started)), or left enabled (with V(stopped)).
+        type: bool
+        default: true
+      restart:
+        description: Restart it whatever changed (a Ray worker whose head restarted).
+        type: bool
+        default: false
+      restart_on:
+        description: Paths whose change restarts it (starts it when stopped).
+        type: list
+        elements: path
+        default: []
+      try_restart_on:
+        description: Paths whose change restarts it only where it runs.
+        type: list
+        elements: path
+        default: []
+      reload_on:
+        description: Paths whose change reloads it where it runs and is not restarted.
+        type: list
+        elements: path
+        default: []
+      retries:
+        description: Further attempts of a reload that fails (a container unit whose main process is still starting).
+        type: int
+        default: 0
+      wait_for:
+        description: A TCP port to wait for before the unit starts or restarts; the apply goes on when it does
+          not answer in time and says so in RV(waited).
+        type: dict
+        suboptions:
+          host:
+            description: The address.
+            type: str
+            required: true
+          port:
+            description: The port.
+            type: int
+            required: true
+          timeout:
+            description: Seconds to wait.
+            type: int
+            default: 300
+  commands:
+    description: Commands run after the units, in order, where due.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      label:
+        description: What it does, as the log says it.
+        type: str
+        required: true
+      argv:
+        description: The command.
+        type: list
+        elements: str
+        required: true
+      always:
+        description: Due whatever changed.
+        type: bool
+        default: false
+      on_changed:
+        description: Due when one of these paths changed.
+        type: list
+        elements: path
+        default: []
+      unless_started:
+        description: Not due when this unit of O(units) was started or restarted by this apply.
+        type: str
+      wait_for:
+        description: A TCP port to wait for first, as for O(units[].wait_for).
+        type: dict
+        suboptions:
+          host:
+            description: The address.
+            type: str
+            required: true
+          port:
+            description: The port.
+            type: int
+            required: true
+          timeout:
+            description: Seconds to wait.
+            type: int
+            default: 300
+      retries:
+        description: Further attempts when it fails.
+        type: int
+        default: 0
+      delay:
+        description: Seconds between attempts.
+        type: int
+        default: 2
+  leftovers:
+    description: Processes that must be gone once the units stopped, by C(pgrep --full) pattern; looked for up to
+      O(leftovers.attempts) times, then refused naming them.
+    type: dict
+    suboptions:
+      pattern:
+        description: The extended regular expression.
+        type: str
+        required: true
+      attempts:
+        description: How many looks.
+        type: int
+        default: 5
+      delay:
+        description: Seconds between looks.
+        type: int
+        default: 2
+"""
+
+EXAMPLES = r"""
+# Called by the node_phase action plugin with the state it computed, for example:
+- name: Ray on a worker
+  ascend.inference.node_apply:
+    directories: [{path: /etc/ascend-inference}]
+    files:
+      - {path: /etc/ascend-inference/ray.env, content: "RAY_AUTH_MODE=\"token\"\n", mode: "0600"}
+      - {path: /etc/systemd/system/ascend-ray.service, content: "[Unit]\n...", mode: "0644"}
+    units:
+      - name: ascend-ray.service
+        file: /etc/systemd/system/ascend-ray.service
+        state: started
+        restart_on: [/etc/ascend-inference/ray.env, /etc/systemd/system/ascend-ray.service]
+        wait_for: {host: 192.0.2.11, port: 6379, timeout: 300}
+"""
+
+RETURN = r"""
+changed_paths:
+  description: The directories and files created or changed, in order (in check mode, that would be).
+  returned: always
+  type: list
+  elements: str
+paths:
+  description: Every path written, with what changed - C(created), or some of C(content), C(mode), C(owner), C(group).
+  returned: always
+  type: dict
+removed_paths:
+  description: The paths removed (or that would be).
+  returned: always
+  type: list
+  elements: str
+steps:
+  description: The unit steps run (or that would run), in order, each with its unit, action and the time it ended
+    (seconds since the epoch on the node).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{unit: ascend-ray.service, action: restart, at: 1764842400.12}]
+commands:
+  description: The commands run, each with its label and the time it ended.
+  returned: always
+  type: list
+  elements: dict
+waited:
+  description: The TCP ports waited for, by unit - C(host), C(port), C(reached), C(seconds) and C(msg) when not reached.
+  returned: always
+  type: dict
+account:
+  description: The commands that created or changed the service account.
+  returned: always
+  type: list
+  elements: list
+hostname:
+  description: The host name set by this apply, or null.
+  returned: always
+  type: str
+units:
+  description: What systemctl said of each unit before the apply (LoadState, ActiveState, UnitFileState, User).
+  returned: always
+  type: dict
+"""
+
+import grp
+import os
+import pwd
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible_collections.ascend.inference.plugins.module_utils import apply_files
+from ansible_collections.ascend.inference.plugins.module_utils import apply_steps
+from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils import managed_files
+from ansible_collections.ascend.inference.plugins.module_utils import service_account
+
+UNIT_OPTIONS = dict(
+    name=dict(type="str", required=True),
+    file=dict(type="path"),
+    state=dict(type="str", choices=list(apply_steps.STATES)),
+    enabled=dict(type="bool", default=True),
+    restart=dict(type="bool", default=False),
+    restart_on=dict(type="list", elements="path", default=[]),
+    try_restart_on=dict(type="list", elements="path", default=[]),
+    reload_on=dict(type="list", elements="path", default=[]),
+    retries=dict(type="int", default=0),
+    wait_for=dict(type="dict", options=dict(
+        host=dict(type="str", required=True), port=dict(type="int", required=True),
+        timeout=dict(type="int", default=300))),
+)
+
+ARGUMENT_SPEC = dict(
+    node=dict(type="str", default="this node"),
+    directories=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True), mode=dict(type="raw", default="0755"),
+        owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
+        keep=dict(type="bool", default=False))),
+    files=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True), content=dict(type="str"), mode=dict(type="raw", required=True),
+        owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
+        diff=dict(type="bool", default=True), mount_point=dict(type="bool", default=False),
+        validate=dict(type="str"))),
+    secrets=dict(type="dict", default={}, no_log=True),
+    blocks=dict(type="list", elements="dict", default=[], options=dict(
+        path=dict(type="path", required=True), marker=dict(type="str", required=True),
+        block=dict(type="str", required=True))),
+    absent=dict(type="list", elements="path", default=[]),
+    account=dict(type="dict", options=dict(
+        user=dict(type="str", required=True), group=dict(type="str", required=True),
+        home=dict(type="path", required=True), shell=dict(type="path", default="/usr/sbin/nologin"),
+        comment=dict(type="str", required=True))),
+    peers=dict(type="list", elements="dict", default=[], options=dict(
+        unit=dict(type="str", required=True), user=dict(type="str", required=True))),
+    hostname=dict(type="dict", options=dict(
+        name=dict(type="str", required=True),
+        strategy=dict(type="str", choices=["file", "systemd"], default="systemd"))),
+    units=dict(type="list", elements="dict", default=[], options=UNIT_OPTIONS),
+    commands=dict(type="list", elements="dict", default=[], options=dict(
+        label=dict(type="str", required=True), argv=dict(type="list", elements="str", required=True),
+        always=dict(type="bool", default=False), on_changed=dict(type="list", elements="path", default=[]),
+        unless_started=dict(type="str"), retries=dict(type="int", default=0), delay=dict(type="int", default=2),
+        wait_for=UNIT_OPTIONS["wait_for"])),
+    leftovers=dict(type="dict", options=dict(
+        pattern=dict(type="str", required=True), attempts=dict(type="int", default=5),
+        delay=dict(type="int", default=2))),
+)
+
+SHOWN = ("Id", "LoadState", "ActiveState", "UnitFileState", "User")
+
+
+class Apply(object):
+    """One apply: everything read and checked first (read()), then done in order (run())."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.check = module.check_mode
+        self.result = dict(changed=False, changed_paths=[], paths={}, removed_paths=[], steps=[], commands=[],
+                           waited={}, account=[], hostname=None, units={})
+        self.todo = []
+        self.account_commands = []
+        self.hostname_due = False
+
+    def fail(self, msg):
+        self.result["changed"] = changed(self.result)
+        self.module.fail_json(msg=msg, **self.result)
+
+    # Reading and checking
+
+    def read(self):
+        params = self.params
+        files = [os.path.normpath(spec["path"]) for spec in params["files"]]
+        absent = [os.path.normpath(path) for path in params["absent"]]
+        for unit in params["units"]:
+            unit["file"] = os.path.normpath(unit["file"]) if unit["file"] else None
+            for key in ("restart_on", "try_restart_on", "reload_on"):
+                unit[key] = [os.path.normpath(path) for path in unit[key]]
+        problems = apply_steps.validate(params["units"], params["commands"], files + [os.path.normpath(
+            spec["path"]) for spec in params["directories"]], absent)
+        if problems:
+            self.fail("; ".join(problems))
+        self.absent = [path for path in absent if apply_files.present(path)]
+        self.read_units()
+        self.read_account()
+        account = params["account"]
+        # The account and its group exist once the account step ran: files may name them before.
+        self.pending = True if self.check else (
+            {account["user"], account["group"]} if account and self.account_commands else ())
+        self.read_paths()
+        self.read_hostname()
+
+    def read_units(self):
+        names = [unit["name"] for unit in self.params["units"]]
+        names += [peer["unit"] for peer in self.params["peers"] if peer["unit"] not in names]
+        if not names:
+            return
+        rc, out, err = self.module.run_command(["systemctl", "show", "--property=" + ",".join(SHOWN)] + names)
+        if rc != 0:
+            self.fail("systemctl show %s failed (rc %d): %s" % (" ".join(names), rc, (err or out).strip()))
+        self.result["units"] = shown = parse_show(out, names)
+        for peer in self.params["peers"]:
+            state = shown.get(peer["unit"], {})
+            user = state.get("User") or "root"
+            if state.get("LoadState") == "loaded" and user != peer["user"]:
+                self.fail("%s on host %s runs as %s, but the plan's service account (ascend_service_user) is %s: Ray "
+                          "and serve must change accounts in one run (deploy.yml, or --tags ray,serve)."
+                          % (peer["unit"], self.params["node"], user, peer["user"]))
+
+    def read_account(self):
+        account = self.params["account"]
+        if not account:
+            return
+        found_user, found_group = _user(account["user"]), _group(account["group"])
+        problems = service_account.takeover_problems(self.params["node"], account["user"], account["group"],
+                                                     account["comment"], found_user, found_group)
+        if problems:
+            self.fail(" ".join(problems))
+        self.account_commands = service_account.account_commands(
+            account["user"], account["group"], account["home"], account["shell"], account["comment"],
+            found_user, found_group)
+
+    def read_paths(self):
+        params = self.params
+        secrets = dict((os.path.normpath(path), text) for path, text in params["secrets"].items())
+        entries = [(spec, None, "content") for spec in params["directories"]]
+        for spec in params["files"]:
+            path = os.path.normpath(spec["path"])
+            secret = path in secrets
+            if secret == (spec["content"] is not None):
+                self.fail("%s: give its content either as content or in secrets, not %s"
+                          % (path, "both" if secret else "neither"))
+            text = secrets.pop(path) if secret else spec["content"]
+            entries.append((spec, to_bytes(text, errors="surrogate_or_strict"),
+                            "secret" if secret else ("content" if spec["diff"] else "hidden")))
+        if secrets:
+            self.fail("secrets for paths not in files: %s" % ", ".join(sorted(secrets)))
+        paths = self.result["paths"]
+        try:
+            for spec, content, shown in entries:
+                spec["path"] = path = os.path.normpath(spec["path"])
+                directory = content is None
+                if not directory and spec.get("validate") and "%s" not in spec["validate"]:
+                    raise apply_files.Refused("%s: validate must name the file to check with %%s: %r"
+                                              % (path, spec["validate"]))
+                if path in paths:
+                    raise apply_files.Refused("%s is given twice" % path)
+                want = apply_files.wanted(spec, content, self.pending)
+                have = apply_files.on_disk(path, directory)
+                if directory and have is not None and spec.get("keep"):
+                    want = dict(want, mode=have["mode"], uid=have["uid"], gid=have["gid"])
+                parent = os.path.dirname(path)
+                if not (os.path.isdir(parent) or parent in paths):
+                    raise apply_files.Refused("%s: directory %s does not exist" % (path, parent))
+                paths[path] = managed_files.differences(want, have)
+                if paths[path]:
+                    self.todo.append((path, directory, want, have, shown))
+                    if not (directory or self.check) and spec.get("validate") \
+                            and set(paths[path]) & {"created", "content"}:
+                        apply_files.validate(self.module.run_command, spec, content, shown == "secret")
+            for spec in params["blocks"]:
+                self.read_block(spec)
+        except (apply_files.Refused, OSError) as error:
+            self.fail(to_native(error))
+
+    def read_block(self, spec):
+        path = os.path.normpath(spec["path"])
+        have = apply_files.on_disk(path, False)
+        if have is None:
+            raise apply_files.Refused("%s does not exist (a managed block is written only into an existing file)" % path)
+        text = have["content"].decode("utf-8", errors="surrogateescape")
+        content = to_bytes(hostnames.with_block(text, spec["marker"], spec["block"]), errors="surrogateescape")
+        want = dict(have, content=content, mount_point=True)
+        self.result["paths"][path] = managed_files.differences(want, have)
+        if self.result["paths"][path]:
+            self.todo.append((path, False, want, have, "content"))
+
+    def read_hostname(self):
+        wanted = self.params["hostname"]
+        if not wanted:
+            return
+        running = socket.gethostname()
+        static = running
+        if wanted["strategy"] == "systemd":
+            rc, out, err = self.module.run_command(["hostnamectl", "--static"])
+            static = out.strip() if rc == 0 else None
+        self.hostname_due = running != wanted["name"] or static != wanted["name"]
+
+    # Doing
+
+    def run(self):
+        changed_paths = [entry[0] for entry in self.todo]
+        steps = apply_steps.unit_steps(self.params["units"], changed_paths, self.absent, self.result["units"])
+        stops = [step for step in steps if step[0] in ("stop", "disable")]
+        starts = [step for step in steps if step not in stops]
+        if self.check:
+            self.result.update(changed_paths=changed_paths, removed_paths=list(self.absent), account=self.account_commands,
+                               hostname=self.params["hostname"]["name"] if self.hostname_due else None,
+                               steps=[dict(unit=name, action=action) for action, name in steps])
+            self.result["commands"] = [dict(label=c["label"]) for c in apply_steps.commands_due(
+                self.params["commands"], changed_paths + self.absent, steps)]
+            self.diffs()
+            return
+        self.run_account()
+        self.run_steps(stops)
+        for path in self.absent:
+            try:
+                apply_files.remove(path)
+            except OSError as error:
+                self.fail("%s: %s" % (path, error))
+            self.result["removed_paths"].append(path)
+        self.diffs()
+        for path, directory, want, have, shown in self.todo:
+            try:
+                want = apply_files.resolved(want, path)
+                if directory:
+                    apply_files.make_directory(path, want, have, self.result["paths"][path])
+                else:
+                    apply_files.write_file(self.module, path, want, have, self.result["paths"][path])
+            except apply_files.Refused as error:
+                self.fail(to_native(error))
+            except OSError as error:
+                self.fail("%s: %s" % (path, error))
+            self.result["changed_paths"].append(path)
+        self.run_hostname()
+        self.run_steps(starts)
+        done = [(step["action"], step["unit"]) for step in self.result["steps"]]
+        for command in apply_steps.commands_due(self.params["commands"], changed_paths + self.absent, done):
+            self.run_command(command)
+        if self.params["leftovers"]:
+            self.check_leftovers(self.params["leftovers"])
+
+    def diffs(self):
+        if self.module._diff:
+            self.result["diff"] = [managed_files.diff_entry(path, want, have, self.result["paths"][path], shown)
+                                   for path, directory, want, have, shown in self.todo]
+
+    def run_account(self):
+        for argv in self.account_commands:
+            # From the sbin directories too: a become method such as su may leave them off PATH.
+            rc, out, err = self.module.run_command([self.module.get_bin_path(argv[0], required=True)] + argv[1:])
+            if rc != 0:
+                self.fail("%s failed (rc %d): %s" % (" ".join(argv), rc, (err or out).strip()))
+            self.result["account"].append(argv)
+
+    def run_hostname(self):
+        wanted = self.params["hostname"]
+        if not self.hostname_due:
+            return
+        argv = ["hostname", wanted["name"]] if wanted["strategy"] == "file" \
+            else ["hostnamectl", "set-hostname", wanted["name"]]
+        rc, out, err = self.module.run_command([self.module.get_bin_path(argv[0], required=True)] + argv[1:])
+        if rc != 0:
+            self.fail("%s failed (rc %d): %s" % (" ".join(argv), rc, (err or out).strip()))
+        self.result["hostname"] = wanted["name"]
+
+    def run_steps(self, steps):
+        units = dict((unit["name"], unit) for unit in self.params["units"])
+        index = 0
+        while index < len(steps):
+            action, name = steps[index]
+            # Consecutive try-restarts in one transaction: a unit that is PartOf= another restarts once.
+            group = [name]
+            while action == "try-restart" and index + 1 < len(steps) and steps[index + 1][0] == action:
+                index += 1
+                group.append(steps[index][1])
+            index += 1
+            unit = units.get(name) or {}
+            if action in ("start", "restart") and unit.get("wait_for"):
+                self.result["waited"][name] = wait_for(unit["wait_for"])
+            attempts = 1 + (unit.get("retries", 0) if action == "reload" else 0)
+            argv = apply_steps.systemctl_argv((action, name))[:2] + (group if name else [])
+            for attempt in range(attempts):
+                rc, out, err = self.module.run_command(argv)
+                if rc == 0:
+                    break
+                if attempt + 1 < attempts:
+                    time.sleep(2)
+            if rc != 0:
+                self.fail("%s failed (rc %d): %s" % (" ".join(argv), rc, (err or out).strip()))
+            for unit_name in group:
+                self.result["steps"].append(dict(unit=unit_name, action=action, at=round(time.time(), 3)))
+
+    def run_command(self, command):
+        if command.get("wait_for"):
+            self.result["waited"][command["label"]] = wait_for(command["wait_for"])
+        for attempt in range(1 + command["retries"]):
+            rc, out, err = self.module.run_command(command["argv"])
+            if rc == 0:
+                break
+            if attempt < command["retries"]:
+                time.sleep(command["delay"])
+        if rc != 0:
+            self.fail("%s: %s failed (rc %d): %s" % (command["label"], " ".join(command["argv"]), rc,
+                                                     (err or out).strip()))
+        self.result["commands"].append(dict(label=command["label"], at=round(time.time(), 3)))
+
+    def check_leftovers(self, leftovers):
+        for attempt in range(leftovers["attempts"]):
+            rc, out, err = self.module.run_command(["pgrep", "--list-full", "--full", leftovers["pattern"]])
+            if rc not in (0, 1):
+                self.fail("pgrep failed (rc %d): %s" % (rc, (err or out).strip()))
+            if rc == 1:
+                return
+            # A stopped container's processes are killed when its main process ends: give the kernel a moment.
+            if attempt + 1 < leftovers["attempts"]:
+                time.sleep(leftovers["delay"])
+        self.fail("%s: still running after the services stopped: %s"
+                  % (self.params["node"], "; ".join(out.strip().splitlines())))
+
+
+def changed(result):
+    """Whether the apply changed the node (in check mode, would): a path, the account, the host name, a unit, a
+    command."""
+    return bool(result["changed_paths"] or result["removed_paths"] or result["account"] or result["hostname"]
+                or result["commands"] or any(step["action"] != "daemon-reload" for step in result["steps"]))
+
+
+def parse_show(text, names):
+    """{unit: {property: value}} from `systemctl show` of NAMES (one block per unit, in the order asked)."""
+    blocks = text.strip().split("\n\n") if text.strip() else []
+    shown = {}
+    for name, block in zip(names, blocks):
+        properties = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        shown[name] = properties
+    return shown
+
+
+def wait_for(target):
+    """Until TARGET's port accepts a connection or its timeout passes."""
+    start = time.monotonic()
+    error = None
+    while True:
+        try:
+            socket.create_connection((target["host"], target["port"]), timeout=2).close()
+            return dict(host=target["host"], port=target["port"], reached=True,
+                        seconds=round(time.monotonic() - start, 1))
+        except OSError as exc:
+            error = exc
+        if time.monotonic() - start >= target["timeout"]:
+            return dict(host=target["host"], port=target["port"], reached=False, seconds=target["timeout"],
+                        msg="Timeout when waiting for %s:%d (%s)" % (target["host"], target["port"], error))
+        time.sleep(1)
+
+
+def _user(name):
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return {"uid": entry.pw_uid, "gid": entry.pw_gid, "comment": entry.pw_gecos, "home": entry.pw_dir,
+            "shell": entry.pw_shell}
+
+
+def _group(name):
+    try:
+        entry = grp.getgrnam(name)
+    except KeyError:
+        return None
+    return {"gid": entry.gr_gid, "members": list(entry.gr_mem)}
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    apply = Apply(module)
+    apply.read()
+    apply.run()
+    apply.result["changed"] = changed(apply.result)
+    module.exit_json(**apply.result)
+
+
+if __name__ == "__main__":
+    main()

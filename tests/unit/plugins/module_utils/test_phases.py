@@ -1,0 +1,357 @@
+# -*- coding: utf-8 -*-
+"""Each phase's desired state computed from a plan, the role's settings and the earlier phases' records, with no
+node: what is written, which units restart on what, in which order; what is refused and what is warned."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+import pytest
+
+from ansible_collections.ascend.inference.plugins.module_utils import (
+    phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_runtime, phase_serve,
+    phase_teardown, planner)
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
+
+NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.11", "nic": "eth0", "npus_per_node": 2},
+         {"name": "w", "node_ip": "192.0.2.12", "nic": "eth0", "npus_per_node": 2}]
+IMAGE_ID = "04598bc9955b" + "0" * 52
+
+
+def make_plan(**settings):
+    params = dict((name, spec.get("default")) for name, spec in ARGUMENT_SPEC.items())
+    params.update(engine="vllm-ascend", model="/models/m", tensor_parallel_size=2, pipeline_parallel_size=2,
+                  launcher="ray", nodes=copy.deepcopy(NODES))
+    params.update(settings)
+    params.pop("check_nodes")
+    found = answer(params)
+    assert not found.get("failed"), found
+    return {"cluster": found["cluster"], "nodes": found["nodes"]}
+
+
+class FakeNode(object):
+    """The controller's view of one host (plugins/plugin_utils/phase_node.py), from plain data: VARS by host,
+    APPLIED by host and phase, RUN answers by module name."""
+
+    def __init__(self, host, plan, variables=None, applied=None, run=None, check_mode=False):
+        self.host, self.plan, self.check_mode = host, plan, check_mode
+        self.variables, self.records, self.answers = variables or {}, applied or {}, run or {}
+        self.ran = []
+
+    def var(self, name, default=None, host=None):
+        return self.variables.get(host or self.host, {}).get(name, default)
+
+    def play_hosts(self):
+        return list(self.plan["cluster"]["node_order"])
+
+    def group(self, name):
+        return self.play_hosts()
+
+    def applied(self, phase, host=None):
+        return self.records.get(host or self.host, {}).get(phase)
+
+    def run(self, module, args):
+        self.ran.append((module, args))
+        return self.answers[module]
+
+
+RAY = {"env": "/opt/ascend-inference/venv", "create_env": True, "version": "2.52.1", "package": "ray[default]",
+       "wheelhouse": "", "auth": "auto", "config_dir": "/etc/ascend-inference", "barrier_timeout": 300,
+       "firewall_enabled": True, "node_env_file": "/etc/ascend-inference/node.env",
+       "secrets_file": "/etc/ascend-inference/secrets.env", "check_peer": True}
+INSTALLED = {"python": "3.11.2", "ray": "2.52.1"}
+
+
+def ray_records(head_token="", candidate="drawn-token", worker_held=False, **more):
+    records = {"h": {"ray_install": INSTALLED, "ray_token": {"held": bool(head_token), "token": head_token,
+                                                             "candidate": "" if head_token else candidate}},
+               "w": {"ray_install": INSTALLED, "ray_token": {"held": worker_held, "token": "", "candidate": "other"}}}
+    for host, phases in more.items():
+        records[host].update(phases)
+    return records
+
+
+def unit(state, name):
+    return next(u for u in state["units"] if u["name"] == name)
+
+
+def test_the_head_keeps_its_token_and_a_worker_waits_for_it_and_follows_its_restart():
+    plan = make_plan()
+    head = phase_ray.desired(FakeNode("h", plan, applied=ray_records("kept-token")), RAY)
+    state = head["apply"]
+    assert state["secrets"] == {"/etc/ascend-inference/ray-auth-token": "kept-token"}
+    ray = unit(state, "ascend-ray.service")
+    assert ray["state"] == "started" and ray["wait_for"] is None and not ray["restart"]
+    assert set(ray["restart_on"]) == {"/etc/systemd/system/ascend-ray.service", "/etc/ascend-inference/ray.env",
+                                      "/etc/ascend-inference/ray-auth-token"}
+    # The engine container of an earlier container-mode deployment goes first (absent units stop before starts).
+    assert state["units"][0] == {"name": "ascend-engine.service", "file": "/etc/systemd/system/ascend-engine.service",
+                                 "state": "absent"}
+    assert "/etc/ascend-inference/ray-cluster-nodes.py" in [f["path"] for f in state["files"]]
+    assert state["account"]["user"] == "ascend-inference"  # confined by default
+    as_root = phase_ray.desired(FakeNode("h", make_plan(service_user="root"), applied=ray_records("t")), RAY)["apply"]
+    assert as_root["account"] is None
+    records = ray_records("kept-token", h={"ray": {"restarted": True}})
+    worker = phase_ray.desired(FakeNode("w", plan, applied=records), RAY)["apply"]
+    ray = unit(worker, "ascend-ray.service")
+    assert ray["restart"] and ray["wait_for"] == {"host": "192.0.2.11", "port": 6379, "timeout": 300}
+    assert worker["secrets"] == {"/etc/ascend-inference/ray-auth-token": "kept-token"}
+    assert "/etc/ascend-inference/ray-cluster-nodes.py" not in [f["path"] for f in worker["files"]]
+
+
+def test_a_new_cluster_takes_the_token_the_head_drew():
+    plan = make_plan()
+    for host in ("h", "w"):
+        state = phase_ray.desired(FakeNode(host, plan, applied=ray_records()), RAY)["apply"]
+        assert state["secrets"] == {"/etc/ascend-inference/ray-auth-token": "drawn-token"}
+
+
+def test_a_head_that_lost_its_token_is_refused_while_a_worker_keeps_one():
+    with pytest.raises(Refused) as refused:
+        phase_ray.desired(FakeNode("h", make_plan(), applied=ray_records(worker_held=True)), RAY)
+    assert str(refused.value).startswith("The head h has no Ray token (/etc/ascend-inference/ray-auth-token) but w has one")
+
+
+def test_the_head_must_be_in_the_run():
+    node = FakeNode("w", make_plan(), applied=ray_records("t"))
+    node.play_hosts = lambda: ["w"]
+    with pytest.raises(Refused) as refused:
+        phase_ray.desired(node, RAY)
+    assert "The Ray head h is not in this run (--limit?)" in str(refused.value)
+
+
+def test_ray_and_python_must_match_everywhere():
+    records = ray_records("t", w={"ray_install": {"python": "3.10.12", "ray": "2.52.1"}})
+    with pytest.raises(Refused) as refused:
+        phase_ray.desired(FakeNode("h", make_plan(), applied=records), RAY)
+    assert str(refused.value) == ('Ray and Python must match on every node (vLLM\'s Ray executor runs across them); '
+                                  'found: h {"python": "3.11.2", "ray": "2.52.1"}, w {"python": "3.10.12", "ray": "2.52.1"}')
+
+
+def test_an_old_ray_without_the_firewall_is_refused_and_with_it_warned():
+    old = dict(RAY, version="2.51.0")
+    records = ray_records("t", h={"ray_install": {"python": "3.11.2", "ray": "2.51.0"}},
+                          w={"ray_install": {"python": "3.11.2", "ray": "2.51.0"}})
+    with pytest.raises(Refused) as refused:
+        phase_ray.desired(FakeNode("h", make_plan(), applied=records), dict(old, firewall_enabled=False))
+    assert "has no token authentication (Ray 2.52 or later has it) and firewall_enabled is false" in str(refused.value)
+    done = phase_ray.desired(FakeNode("h", make_plan(), applied=records), old)
+    assert done["warnings"] == ["h: Ray 2.51.0 runs without token authentication (too old for it): anyone who reaches "
+                                "its ports can run code on the cluster (CVE-2023-48022). The members-only firewall is on."]
+    assert "/etc/ascend-inference/ray-auth-token" not in [f["path"] for f in done["apply"]["files"]]
+
+
+def test_under_the_mp_launcher_nothing_of_ray_stays():
+    plan = make_plan(launcher="mp", tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=4)
+    state = phase_ray.desired(FakeNode("w", plan), RAY)["apply"]
+    assert state["units"] == [{"name": "ascend-ray.service", "file": "/etc/systemd/system/ascend-ray.service",
+                               "state": "absent"}]
+    assert sorted(state["absent"]) == sorted(["/etc/systemd/system/ascend-ray.service", "/etc/ascend-inference/ray.env",
+                                              "/etc/ascend-inference/ray-auth-token",
+                                              "/etc/ascend-inference/ray-cluster-nodes.py"])
+
+
+def test_a_confined_account_is_created_and_serve_must_run_as_it():
+    plan = make_plan(service_user="ascend-inference")
+    state = phase_ray.desired(FakeNode("h", plan, applied=ray_records("t")), RAY)["apply"]
+    assert state["account"] == {"user": "ascend-inference", "group": "ascend-inference",
+                                "home": "/var/lib/ascend-inference", "comment": "ascend.inference services"}
+    assert state["peers"] == [{"unit": "ascend-serve.service", "user": "ascend-inference"}]
+    token = next(f for f in state["files"] if f["path"].endswith("ray-auth-token"))
+    assert (token["mode"], token["group"]) == ("0640", "ascend-inference")
+    # A check run rewrote nothing: the other unit is not judged then.
+    checked = phase_ray.desired(FakeNode("h", plan, applied=ray_records("t"), check_mode=True), RAY)["apply"]
+    assert "peers" not in checked
+
+
+def container_records(**more):
+    image = {"program": "/usr/bin/podman", "kind": "podman", "id": IMAGE_ID, "archive_id": None, "action": "none",
+             "error": None, "inside": {"python": "3.11.2", "files": {}, "set_env": [],
+                                       "versions": {"vllm": "0.23.0", "vllm-ascend": "0.23.0", "ray": "2.52.1"}},
+             "run": {"cache_dir": "/root/.cache", "shm_size": "1g", "extra_args": [], "stop_timeout": 90}}
+    records = ray_records("t")
+    for host in records:
+        records[host]["image"] = copy.deepcopy(image)
+    for host, phases in more.items():
+        records[host].update(phases)
+    return records
+
+
+def test_container_mode_runs_ray_as_a_process_of_the_engine_container():
+    plan = make_plan(runtime="container", container_image="quay.io/ascend/vllm-ascend:v0.23.0")
+    state = phase_ray.desired(FakeNode("w", plan, applied=container_records(h={"ray": {"restarted": True}})), RAY)["apply"]
+    names = [u["name"] for u in state["units"]]
+    # The host-mode units go first (serve stops first), then the engine container runs.
+    assert names == ["ascend-ray.service", "ascend-serve.service", "ascend-engine.service"]
+    engine = unit(state, "ascend-engine.service")
+    assert engine["reload_on"] == ["/etc/ascend-inference/engine/ray.json", "/etc/ascend-inference/ray.env"]
+    assert engine["wait_for"]["host"] == "192.0.2.11"
+    command = state["commands"][0]
+    assert command["always"] and command["unless_started"] == "ascend-engine.service"
+    assert command["argv"][:2] == ["/usr/bin/podman", "exec"] and command["argv"][-2:] == ["restart", "ray"]
+    spec = next(f for f in state["files"] if f["path"].endswith("ray.json"))
+    assert spec["mode"] == "0600" and '"stop_argv": [\n    "ray",\n    "stop"\n  ]' in spec["content"]
+    unit_file = next(f for f in state["files"] if f["path"] == "/etc/systemd/system/ascend-engine.service")
+    assert unit_file["values"]["exec_start"].startswith('"/usr/bin/podman" "run" "--rm"')
+    assert IMAGE_ID in unit_file["values"]["exec_start"]
+
+
+def test_container_mode_refuses_different_images():
+    plan = make_plan(runtime="container", container_image="quay.io/ascend/vllm-ascend:v0.23.0")
+    records = container_records()
+    records["w"]["image"]["id"] = "f" * 64
+    with pytest.raises(Refused) as refused:
+        phase_ray.desired(FakeNode("h", plan, applied=records), RAY)
+    assert "is not the same image on every node" in str(refused.value)
+
+
+SERVE = {"python_env": "/opt/ascend-inference/venv", "executable": "", "config_dir": "/etc/ascend-inference",
+         "restart_sec": 10, "node_env_file": "/etc/ascend-inference/node.env",
+         "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env"}
+FOUND = {"preflight": {"engine_program": {"program": "vllm", "python_env": "/opt/ascend-inference/venv",
+                                          "found": "/opt/ascend-inference/venv/bin/vllm"}}}
+
+
+def test_serve_runs_where_the_plan_says_and_goes_elsewhere():
+    plan = make_plan()
+    head = phase_serve.desired(FakeNode("h", plan, variables={"h": {"ascend_api_key": "sk-1"}}, applied={"h": FOUND}),
+                               SERVE)
+    state = head["apply"]
+    serve = unit(state, "ascend-serve.service")
+    assert serve["restart_on"] == ["/etc/systemd/system/ascend-serve.service", "/etc/ascend-inference/serve.env"]
+    assert state["secrets"]["/etc/ascend-inference/serve.env"]["values"]["environment"] == (
+        'PATH="/opt/ascend-inference/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"\n'
+        'VLLM_API_KEY="sk-1"')
+    values = next(f for f in state["files"] if f["path"].endswith("ascend-serve.service"))["values"]
+    assert values["part_of"] == "ascend-ray.service" and values["exec_start"].startswith(
+        '"/opt/ascend-inference/venv/bin/vllm" "serve"')
+    assert head["warnings"] == []
+    worker = phase_serve.desired(FakeNode("w", plan), SERVE)["apply"]
+    assert unit(worker, "ascend-serve.service")["state"] == "absent"
+    assert "/etc/ascend-inference/serve.env" in worker["absent"]
+
+
+def test_an_open_api_is_warned_and_a_missing_program_refused():
+    plan = make_plan()
+    done = phase_serve.desired(FakeNode("h", plan, applied={"h": FOUND}), SERVE)
+    assert done["warnings"] == [phase_serve.NO_KEY % ("192.0.2.11", 8000)]
+    node = FakeNode("h", plan, run={"ansible.builtin.command": {"rc": 1, "stdout": ""}})
+    with pytest.raises(Refused) as refused:
+        phase_serve.desired(node, SERVE)
+    assert str(refused.value).startswith("h: cannot find vllm in /opt/ascend-inference/venv/bin (serve_python_env)")
+    assert node.ran[0][1]["argv"][:2] == ["sh", "-c"]
+
+
+def test_the_firewall_opens_only_the_api_ssh_and_given_ports():
+    plan = make_plan()
+    settings = {"enabled": True, "open_ports": [22], "config_dir": "/etc/x", "ssh_port": 2222}
+    state = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
+    rules = state["files"][0]
+    assert rules["values"] == {"members": "192.0.2.11, 192.0.2.12", "open_ports": "22, 2222, 8000"}
+    assert rules["validate"] == "nft --check --file %s"
+    assert [u["name"] for u in state["units"]] == ["ascend-ray-firewall.service", "ascend-firewall.service"]
+    off = phase_firewall.desired(FakeNode("h", plan), dict(settings, enabled=False, open_ports=[], ssh_port=None))
+    assert off["warnings"][0].startswith("firewall_enabled is false on h")
+    assert unit(off["apply"], "ascend-firewall.service")["state"] == "absent"
+
+
+def test_host_names_are_checked_across_the_cluster():
+    plan = make_plan()
+    same = {"h": {"ascend_hostname": "node"}, "w": {"ascend_hostname": "node"}}
+    with pytest.raises(Refused) as refused:
+        phase_hostnames.desired(FakeNode("h", plan, variables=same), {"strategy": "file", "manage_etc_hosts": True})
+    assert "ascend_hostname 'node' is given to several hosts: h, w" in str(refused.value)
+    variables = {"h": {"ascend_node_ip": "192.0.2.11"}, "w": {"ascend_node_ip": "192.0.2.12"}}
+    state = phase_hostnames.desired(FakeNode("w", plan, variables=variables),
+                                    {"strategy": "file", "manage_etc_hosts": True})["apply"]
+    assert state["hostname"] == {"name": "w", "strategy": "file"}
+    assert state["files"] == [{"path": "/etc/hostname", "content": "w\n", "mode": "0644", "mount_point": True}]
+    assert state["blocks"][0]["block"] == "192.0.2.11      h\n192.0.2.12      w"
+
+
+def test_the_node_environment_reads_cann_once_and_restarts_what_loads_it():
+    plan = make_plan()
+    settings = {"file": "/etc/a/node.env", "secrets_file": "/etc/a/secrets.env", "profile": "/etc/profile.d/a.sh",
+                "cann_set_env": "", "services": ["ascend-ray.service", "ascend-serve.service"],
+                "pyacl_site_packages": "/pyacl"}
+    probed = {"h": {"preflight": {"cann": {"set_env": "/c/set_env.sh"},
+                                  "cann_env": {"set_env": "/c/set_env.sh", "rc": 0, "variables": {"PYTHONPATH": "/c"}}}}}
+    node = FakeNode("h", plan, variables={"h": {"ascend_extra_env": {"HF_TOKEN": "hf_x"}}}, applied=probed)
+    state = phase_node_env.desired(node, settings)["apply"]
+    assert node.ran == []
+    environment = state["files"][0]["values"]["environment"]
+    assert 'PYTHONPATH="/pyacl:/c"' in environment and "hf_x" not in environment
+    assert state["secrets"]["/etc/a/secrets.env"]["values"]["environment"] == 'HF_TOKEN="hf_x"'
+    assert state["units"][0] == {"name": "ascend-ray.service", "try_restart_on": ["/etc/a/node.env", "/etc/a/secrets.env"]}
+    other = FakeNode("h", plan, applied=probed,
+                     run={"ansible.builtin.command": {"rc": 0, "stdout": "ASCEND_X=1\x00PWD=/\x00"}})
+    phase_node_env.desired(other, dict(settings, cann_set_env="/other/set_env.sh"))
+    assert other.ran[0][1]["argv"][-1] == "/other/set_env.sh"
+
+
+def test_a_node_whose_nic_is_unknown_is_refused():
+    plan = make_plan()
+    plan["nodes"]["h"]["unresolved_env"] = ["HCCL_SOCKET_IFNAME"]
+    with pytest.raises(Refused) as refused:
+        phase_node_env.desired(FakeNode("h", plan), {})
+    assert "HCCL_SOCKET_IFNAME on host h need the NIC that carries 192.0.2.11" in str(refused.value)
+
+
+def test_teardown_stops_serve_first_and_wants_no_process_left():
+    state = phase_teardown.desired(None, {})["apply"]
+    assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")]
+    assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
+    assert state["leftovers"]["pattern"] == "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
+
+
+def test_merge_appends_and_keeps_one_of_each():
+    state = phase_runtime.merge({"absent": ["/a"], "units": [{"name": "x"}]},
+                                {"absent": ["/a", "/b"], "units": [{"name": "y"}], "commands": []})
+    assert state == {"absent": ["/a", "/b"], "units": [{"name": "x"}, {"name": "y"}], "commands": []}
+    # A directory given by both: once, as the state gave it.
+    part = {"directories": [{"path": "/etc/a", "mode": "0755"}, {"path": "/etc/b"}]}
+    state = phase_runtime.merge({"directories": [{"path": "/etc/a"}]}, part)
+    assert state["directories"] == [{"path": "/etc/a"}, {"path": "/etc/b"}]
+
+
+# The npu_network phases' choices, from the records of every host (npu_query, npu_ping).
+QUERIED = {
+    "a": {"checked": True, "npus": {"0": {"ip": "10.100.0.1", "tls": "0", "vnic": "192.1.2.199"},
+                                    "1": {"ip": "10.101.0.1", "tls": "0"}}, "failures": []},
+    "b": {"checked": True, "npus": {"6": {"ip": None, "tls": "0"},
+                                    "7": {"ip": "10.107.0.2", "tls": "1", "vnic": "192.2.3.199"}}, "failures": []},
+    "duo": {"checked": False},
+    "down": None,
+}
+
+
+def test_one_address_of_every_other_node_from_my_first_device():
+    assert phase_npu_network.ping_targets(QUERIED, "a", 0) == [
+        {"device": 0, "address": "10.107.0.2", "node": "b", "kind": "ping"}]
+    assert phase_npu_network.ping_targets(QUERIED, "b", "6") == [
+        {"device": 6, "address": "10.100.0.1", "node": "a", "kind": "ping"}]
+    assert phase_npu_network.ping_targets(QUERIED, "a", 0, "hccs_ping") == [
+        {"device": 0, "address": "192.2.3.199", "node": "b", "kind": "hccs_ping"}]
+
+
+def test_the_report_has_every_host_failure_and_the_tls_judgement():
+    pinged = {"failures": [{"device": 0, "check": "ping 10.107.0.2 (b)", "expected": "no packet loss",
+                            "found": "3 packets transmitted, 0 received, 100.00% packet loss"}]}
+    records = dict((host, (QUERIED[host], pinged if host == "a" else None)) for host in QUERIED)
+    lines = phase_npu_network.report_table(records).splitlines()
+    assert lines[0] == "NPU network check failed (2 failure(s)); fix them before starting Ray or serve:"
+    assert lines[2].split()[:3] == ["a", "0", "ping"]
+    assert lines[3].split()[:3] == ["b", "7", "tls"] and lines[3].endswith("tls switch[1]")
+    healthy = {"a": ({"checked": True, "npus": {"0": {"tls": "0"}}}, None),
+               "b": ({"checked": True, "npus": {"0": {"tls": "0"}}}, None)}
+    assert phase_npu_network.report_table(healthy) == ""
+
+
+def test_the_token_read_tells_a_held_token_from_a_drawn_one():
+    node = FakeNode("h", make_plan(), run={"ansible.builtin.command": {"rc": 0, "stdout": "held\nsecret-token\n"}})
+    assert phase_ray.token_read(node, RAY)["record"] == {"held": True, "token": "secret-token", "candidate": ""}
+    node = FakeNode("h", make_plan(), run={"ansible.builtin.command": {"rc": 0, "stdout": "new\nabc123"}})
+    assert phase_ray.token_read(node, RAY)["record"] == {"held": False, "token": "", "candidate": "abc123"}
