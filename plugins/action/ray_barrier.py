@@ -46,8 +46,13 @@ class ActionModule(PollingAction):
         if args["argv"] is None:
             head = cluster["head"]
             image = _applied(task_vars, self._templar, head, "image")
+            # One probe run watches up to a polling period for the whole cluster: one `import ray` then, not one
+            # per look (on a busy head, each slows Ray's own start).
+            expected = progress.expected_nodes(plan)
             args["argv"] = phase_ray.probe_argv(plan, args["config_dir"] or cluster["config_dir"],
-                                                args["python_env"] or cluster["python_env"], image.get("program"))
+                                                args["python_env"] or cluster["python_env"], image.get("program")) + [
+                "--until", str(len(expected)), str(sum(node["npus"] for node in expected)),
+                str(max(args["interval"], min(args["progress_every"], args["timeout"]) - args["interval"]))]
         if args["unreachable"] is None:
             # A worker's own wait for the head, where it timed out.
             args["unreachable"] = dict(

@@ -21,6 +21,8 @@ description:
     addresses over HCCS (C(-hccs_ping -g address X)), from a local device.
   - Reports every failure (device, check, expected, found); it never fails on them itself, so that
     a play can gather all nodes' failures into one report.
+  - Up to 8 devices are asked at once (each device's queries in order), and the pings go out at once: a node has 8
+    or 16 NPUs, each query is one C(hccn_tool) run, and a ping lasts as long as its packets.
   - Read-only; runs the same in check mode.
 author:
   - ascend.inference contributors (@ascend-inference)
@@ -108,14 +110,35 @@ failures:
 """
 
 import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERIES, TLS, VNIC, judge, judge_ping, parse
 
 
-def run(module, *args):
-    rc, out, err = module.run_command([module.params["hccn_tool"]] + [str(a) for a in args])
-    return rc, (out or "") + (err or "")
+# NPUs asked at once: hccn_tool answers one device per call, and a node has 8 or 16 of them.
+PARALLEL = 8
+
+
+def call(argv):
+    """(rc, stdout and stderr) of ARGV, run with subprocess: safe in a thread, unlike run_command, which changes the
+    process's environment around each run."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              check=False, env=dict(os.environ, LANG="C", LC_ALL="C", LC_MESSAGES="C"))
+    except OSError as error:
+        return 127, str(error)
+    return done.returncode, (done.stdout or "") + (done.stderr or "")
+
+
+def ask(tool, device, queries):
+    """One device's answers, {query: {rc, output, value}}: its queries in order (each device in a thread of its own)."""
+    answers = {}
+    for query in queries:
+        rc, output = call([tool, "-i", str(device), "-" + query, "-g"])
+        answers[query] = {"rc": rc, "output": output, "value": parse(query, output) if rc == 0 else None}
+    return answers
 
 
 def main():
@@ -140,22 +163,25 @@ def main():
         module.fail_json(msg="hccn_tool not found on PATH; set its path (the NPU driver installs it under "
                              "/usr/local/Ascend/driver/tools/)")
     npus, failures = {}, []
-    for device in module.params["devices"]:
-        answers = {}
-        queries = QUERIES + ((TLS,) if module.params["tls"] else ()) + ((VNIC,) if module.params["vnic"] else ())
-        for query in queries:
-            rc, output = run(module, "-i", device, "-" + query, "-g")
-            answers[query] = {"rc": rc, "output": output, "value": parse(query, output) if rc == 0 else None}
+    devices = module.params["devices"]
+    queries = QUERIES + ((TLS,) if module.params["tls"] else ()) + ((VNIC,) if module.params["vnic"] else ())
+    program = tool if os.sep in tool else module.get_bin_path(tool)
+    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL, len(devices)))) as pool:
+        found = list(pool.map(lambda device: ask(program, device, queries), devices))
+    for device, answers in zip(devices, found):
         npus[str(device)] = {q: a["value"] for q, a in answers.items()}
         failures.extend(judge(device, dict((q, a) for q, a in answers.items() if q != TLS)))
     conf_present = os.path.isfile(module.params["hccn_conf"])
     if not conf_present and module.params["devices"]:  # once per node: a ping-only run does not ask
         failures.append({"device": None, "check": "hccn.conf", "expected": "%s present" % module.params["hccn_conf"],
                          "found": "missing"})
-    for target in module.params["ping_targets"]:
-        kind = target["kind"]
-        rc, output = run(module, "-i", target["device"], "-" + kind, "-g", "address", target["address"])
-        failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output, kind))
+    # Every other node's address at once: a ping takes its packets' time, and a cluster has many nodes.
+    targets = module.params["ping_targets"]
+    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL, len(targets)))) as pool:
+        answers = list(pool.map(lambda target: call([program, "-i", str(target["device"]), "-" + target["kind"], "-g",
+                                                     "address", target["address"]]), targets))
+    for target, (rc, output) in zip(targets, answers):
+        failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output, target["kind"]))
     module.exit_json(changed=False, npus=npus, hccn_conf_present=conf_present, failures=failures)
 
 

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-# The work is done by the action plugin of the same name (plugins/action/serve_ready.py).
+# The action plugin of the same name (plugins/action/serve_ready.py) polls with this module: one call per poll.
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,7 +14,7 @@ module: serve_ready
 short_description: Wait until the inference endpoint answers, showing the engine's progress, then the smoke test
 version_added: 0.1.0
 description:
-  - Polls O(url) from the target with M(ansible.builtin.uri) until it answers 200; fails when O(timeout) seconds have passed.
+  - Polls O(url) from the target until it answers 200; fails when O(timeout) seconds have passed.
   - >-
     While it waits it prints, in the terminal and in CI logs, the elapsed time, what /health answered and the
     latest line of the engine's log (O(log_argv), e.g. the checkpoint-loading percentage), such as
@@ -52,10 +52,16 @@ options:
     description: The smoke test's C(max_tokens).
     type: int
     default: 120
+  api_key:
+    description:
+      - The key the C(/v1) requests carry (C(Authorization) header). Omitted - C(ascend_api_key) where the inventory or
+        vault sets it (read by the action plugin, never shown).
+    type: str
 notes:
-  - The requests to C(/v1) carry an C(Authorization) header with C(ascend_api_key) where the inventory or vault sets it
-    (read by the action plugin, never a task argument); they run as under C(no_log), so the key reaches neither the
-    node's journal nor the output at C(-vvv).
+  - Each poll is one module run on the target - C(/health), and once it answers 200 C(/v1/models) and the smoke test
+    in the same run; where C(/health) does not answer 200, O(log_argv) runs there too.
+  - With a key, each poll runs as under C(no_log), so the key reaches neither the node's journal nor the output at
+    C(-vvv).
 """
 
 EXAMPLES = r"""
@@ -95,3 +101,84 @@ answer:
   returned: when O(smoke_prompt) is given and the test passed
   type: str
 """
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
+
+# /v1/models is asked this many times after /health answered (the engine registers the model as it starts).
+MODEL_ATTEMPTS = 12
+SMOKE_TIMEOUT = 300
+
+
+def request(module, url, headers=None, body=None, timeout=10):
+    """(HTTP status or -1, the answer's JSON or None, the error message)."""
+    data = json.dumps(body) if body is not None else None
+    found_headers = dict(headers or {}, **({"Content-Type": "application/json"} if data else {}))
+    response, info = fetch_url(module, url, data=data, headers=found_headers, method="POST" if data else "GET",
+                               timeout=timeout)
+    status = info.get("status", -1)
+    text = response.read() if response else info.get("body")
+    try:
+        answer = json.loads(text) if text else None
+    except ValueError:
+        answer = None
+    return status, answer, info.get("msg")
+
+
+def models(module, base, headers, interval):
+    """The served model names /v1/models lists, asked until it lists the one wanted or MODEL_ATTEMPTS ran out."""
+    listed = []
+    for attempt in range(MODEL_ATTEMPTS):
+        status, answer, _msg = request(module, base + "/v1/models", headers)
+        if status == 200:
+            listed = [entry.get("id") for entry in (answer or {}).get("data") or [] if isinstance(entry, dict)]
+            if module.params["model"] in listed:
+                break
+        if attempt + 1 < MODEL_ATTEMPTS:
+            time.sleep(interval)
+    return listed
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            log_argv=dict(type="list", elements="str"),
+            model=dict(type="str"),
+            smoke_prompt=dict(type="str"),
+            smoke_max_tokens=dict(type="int", default=120),
+            api_key=dict(type="str", no_log=True),
+            timeout=dict(type="int", required=True),
+            interval=dict(type="int", default=2),
+            progress_every=dict(type="int", default=10),
+        ),
+        supports_check_mode=False,
+    )
+    params = module.params
+    status, _answer, msg = request(module, params["url"])
+    result = {"changed": False, "status": status, "msg": msg}
+    if status != 200:
+        if params["log_argv"]:
+            result["log"] = module.run_command(params["log_argv"])[1]
+        module.exit_json(**result)
+    url = params["url"]
+    base = url[:-len("/health")] if url.endswith("/health") else url.rstrip("/")
+    headers = {"Authorization": "Bearer %s" % params["api_key"]} if params["api_key"] else {}
+    if params["model"]:
+        result["models"] = models(module, base, headers, params["interval"])
+        if params["model"] not in result["models"]:
+            module.exit_json(**result)
+    if params["smoke_prompt"] is not None:
+        body = {"model": params["model"], "prompt": params["smoke_prompt"], "max_tokens": params["smoke_max_tokens"],
+                "temperature": 0}
+        smoke_status, answer, smoke_msg = request(module, base + "/v1/completions", headers, body, SMOKE_TIMEOUT)
+        result["smoke"] = {"status": smoke_status, "msg": smoke_msg,
+                           "text": (((answer or {}).get("choices") or [{}])[0] or {}).get("text") or ""}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -41,6 +41,41 @@ def test_only_the_json_reaches_stdout(tmp_path):
     assert "raylet crashes unexpectedly" in proc.stderr and "lagging heartbeats" in proc.stderr
 
 
+GROWING_RAY = '''
+import os
+LOOKS = [0]
+def init(address, logging_level):
+    pass
+def nodes():
+    # One node more on every look: the cluster is forming.
+    LOOKS[0] += 1
+    return [{"NodeManagerAddress": "192.0.2.%d" % n, "Resources": {"NPU": 2.0}, "NodeID": str(n), "Alive": True}
+            for n in range(1, min(LOOKS[0], 3) + 1)]
+'''
+
+
+def test_until_waits_in_one_run_for_the_nodes_and_npus(tmp_path):
+    (tmp_path / "ray.py").write_text(GROWING_RAY)
+    head = socket.socket()
+    head.bind(("127.0.0.1", 0))
+    head.listen(1)
+    address = "127.0.0.1:%d" % head.getsockname()[1]
+    try:
+        def probe(*until):
+            return subprocess.run([sys.executable, PROBE, address, "ascend-ray.service", "--until"] + list(until),
+                                  capture_output=True, text=True, timeout=60, check=False,
+                                  env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+        whole = probe("3", "6", "30")
+        short = probe("4", "8", "2")
+    finally:
+        head.close()
+    assert whole.returncode == 0, whole.stderr
+    # Three looks, a second apart, in one run: it returns as soon as 3 nodes with 6 NPUs are alive.
+    assert [node["ip"] for node in json.loads(whole.stdout)] == ["192.0.2.1", "192.0.2.2", "192.0.2.3"]
+    # Never 4 nodes: after its 2 seconds, what it saw last.
+    assert len(json.loads(short.stdout)) == 3
+
+
 def _stand_ins(tmp_path, with_systemd_run):
     """A bin/ whose systemctl says Ray runs confined (private /tmp), and a systemd-run that records its argv."""
     bin_dir = tmp_path / "bin"

@@ -1,11 +1,12 @@
 """Print the Ray cluster's alive nodes as JSON: [{"ip": ..., "npus": ..., "node_id": ...}].
 
-Usage: cluster_nodes.py HEAD_IP:PORT [RAY_UNIT], as root on a node of the cluster (the roles pass
-the plan's Ray unit, cluster.units.ray; by hand it defaults to ascend-ray.service). Fails
-within seconds when nothing listens there (ray.init would keep retrying a
-stopped cluster's address). The JSON is the only thing on stdout: Ray's own
-messages (for example its warning about a dead raylet, which it prints to
-stdout) go to stderr.
+Usage: cluster_nodes.py HEAD_IP:PORT [RAY_UNIT] [--until NODES NPUS SECONDS], as root on a node of the
+cluster (the roles pass the plan's Ray unit, cluster.units.ray; by hand it defaults to ascend-ray.service).
+With --until it asks Ray every second until NODES nodes with NPUS NPUs are alive or SECONDS have passed,
+then prints what it saw: the barrier waits with one Python and one `import ray` every few seconds instead
+of one per look, which on a busy node slows Ray's own start. Fails within seconds when nothing listens
+there (ray.init would keep retrying a stopped cluster's address). The JSON is the only thing on stdout:
+Ray's own messages (for example its warning about a dead raylet, which it prints to stdout) go to stderr.
 
 A driver attaches to its node's raylet through the sockets in /tmp/ray, which
 a confined Ray unit keeps in its private /tmp: the probe then runs
@@ -17,8 +18,11 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
-UNIT = sys.argv[2] if len(sys.argv) > 2 else "ascend-ray.service"
+UNTIL = sys.argv.index("--until") if "--until" in sys.argv else None
+POSITIONAL = sys.argv[1:UNTIL] if UNTIL else sys.argv[1:]
+UNIT = POSITIONAL[1] if len(POSITIONAL) > 1 else "ascend-ray.service"
 INSIDE = "ASCEND_PROBE_IN_RAY_NAMESPACE"
 SECRET = "RAY_AUTH_TOKEN"
 
@@ -57,7 +61,7 @@ result = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
 
-address = sys.argv[1]
+address = POSITIONAL[0]
 host, port = address.rsplit(":", 1)
 try:
     socket.create_connection((host, int(port)), timeout=5).close()
@@ -67,7 +71,20 @@ except OSError as exc:
 import ray  # noqa: E402  (slow to import; only once the head answers)
 
 ray.init(address=address, logging_level="ERROR")
-# node_id tells a raylet that registered again from the one it replaced (same IP).
-result.write(json.dumps([{"ip": node["NodeManagerAddress"], "npus": node["Resources"].get("NPU", 0),
-                          "node_id": node["NodeID"]} for node in ray.nodes() if node["Alive"]]) + "\n")
+
+
+def alive():
+    # node_id tells a raylet that registered again from the one it replaced (same IP).
+    return [{"ip": node["NodeManagerAddress"], "npus": node["Resources"].get("NPU", 0), "node_id": node["NodeID"]}
+            for node in ray.nodes() if node["Alive"]]
+
+
+found = alive()
+if UNTIL:
+    nodes, npus, seconds = int(sys.argv[UNTIL + 1]), float(sys.argv[UNTIL + 2]), float(sys.argv[UNTIL + 3])
+    deadline = time.monotonic() + seconds
+    while (len(found) < nodes or sum(node["npus"] for node in found) < npus) and time.monotonic() < deadline:
+        time.sleep(1)
+        found = alive()
+result.write(json.dumps(found) + "\n")
 result.flush()

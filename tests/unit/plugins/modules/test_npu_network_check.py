@@ -8,6 +8,7 @@ __metaclass__ = type
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.ascend.inference.plugins.modules import npu_network_check
 from ansible_collections.ascend.inference.plugins.modules.npu_network_check import main
 
 
@@ -36,6 +37,9 @@ def run(monkeypatch, tmp_path, run_module):
         return 0, ANSWERS[query].replace("%d", str(device)), ""
 
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
+    # The queries run in threads, with subprocess: the same answers.
+    monkeypatch.setattr(npu_network_check, "call", lambda argv: (lambda rc, out, err: (rc, out + err))(
+        *run_command(None, argv)))
     conf = tmp_path / "hccn.conf"
 
     def call(args, conf_present=True):
@@ -54,8 +58,11 @@ def test_reports_each_device_and_every_failure(run):
     assert result["npus"]["0"] == {"link": "UP", "net_health": "Success", "lldp": "400GE1/1/1:1",
                                    "netdetect": "10.0.0.1", "gateway": "10.0.0.1", "ip": "10.0.0.0", "tls": "0"}
     assert result["failures"] == [{"device": 2, "check": "link", "expected": "UP", "found": "link status: DOWN"}]
-    assert calls[0] == ["/opt/hccn_tool", "-i", "0", "-link", "-g"]
+    assert ["/opt/hccn_tool", "-i", "0", "-link", "-g"] in calls
     assert len(calls) == 14  # six checks and the TLS switch, per device
+    # Each device's queries in their order (the devices at once).
+    assert [call[3] for call in calls if call[2] == "2"] == ["-link", "-net_health", "-lldp", "-netdetect", "-gateway",
+                                                             "-ip", "-tls"]
 
 
 def test_a3_dies_answer_their_vnic(run):
