@@ -15,29 +15,34 @@ import copy
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, phase, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_preflight, phase_ray,
-    phase_restart, phase_serve, phase_status, phase_teardown)
+    apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_model, phase_node_env, phase_npu_network,
+    phase_preflight, phase_ray, phase_restart, phase_serve, phase_status, phase_teardown)
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
 
 display = Display()
 
+# Each phase: what computes it, and the types of the settings it takes.
 PHASES = {
-    "preflight": phase_preflight.desired,
-    "npu_query": phase_npu_network.query,
-    "npu_ping": phase_npu_network.ping,
-    "npu_report": phase_npu_network.report,
-    "hostnames": phase_hostnames.desired,
-    "node_env": phase_node_env.desired,
-    "firewall": phase_firewall.desired,
-    "ray_install": phase_ray.install,
-    "ray_token": phase_ray.token_read,
-    "ray": phase_ray.desired,
-    "serve": phase_serve.desired,
-    "ray_restart": phase_restart.ray,
-    "serve_restart": phase_restart.serve,
-    "teardown": phase_teardown.desired,
-    "status": phase_status.status,
-    "status_report": phase_status.report,
+    "preflight": (phase_preflight.desired, phase_preflight.SETTINGS),
+    "npu_query": (phase_npu_network.query, phase_npu_network.SETTINGS),
+    "npu_ping": (phase_npu_network.ping, phase_npu_network.SETTINGS),
+    "npu_report": (phase_npu_network.report, {}),
+    "hostnames": (phase_hostnames.desired, phase_hostnames.SETTINGS),
+    "node_env": (phase_node_env.desired, phase_node_env.SETTINGS),
+    "firewall": (phase_firewall.desired, phase_firewall.SETTINGS),
+    "ray_install": (phase_ray.install, phase_ray.SETTINGS),
+    "ray_token": (phase_ray.token_read, phase_ray.SETTINGS),
+    "ray": (phase_ray.desired, phase_ray.SETTINGS),
+    "serve": (phase_serve.desired, phase_serve.SETTINGS),
+    "ray_restart": (phase_restart.ray, phase_ray.SETTINGS),
+    "serve_restart": (phase_restart.serve, {}),
+    "teardown": (phase_teardown.desired, {}),
+    "status": (phase_status.status, phase_status.SETTINGS),
+    "status_report": (phase_status.report, {}),
+    "cann_stage": (phase_cann.stage, phase_cann.SETTINGS),
+    "model_settings": (phase_model.settings, phase_model.SETTINGS),
+    "model_schedule": (phase_model.schedule, phase_model.SETTINGS),
+    "model_hub": (phase_model.hub, phase_model.SETTINGS),
 }
 ARGUMENTS = dict(phase=dict(type="str", required=True, choices=sorted(PHASES)),
                  settings=dict(type="dict", default={}))
@@ -53,8 +58,9 @@ class ActionModule(ActionBase):
         name = args["phase"]
         node = Node(self, task_vars)
         try:
+            compute, spec = PHASES[name]
             try:
-                wanted = PHASES[name](node, copy.deepcopy(args["settings"]))
+                wanted = compute(node, phase.settings_of(spec, copy.deepcopy(args["settings"])))
             except phase.Refused as refusal:
                 result.update(failed=True, changed=False, msg=str(refusal))
                 return result
@@ -80,6 +86,8 @@ class ActionModule(ActionBase):
             else:
                 result["changed"] = bool(wanted.get("changed"))
             result["warnings"] = result.get("warnings", []) + list(wanted.get("warnings") or [])
+            # What a phase decides for the role to register (a schedule, where each package goes).
+            result.update(wanted.get("result") or {})
             if record is None:
                 # A phase run once for the play records nothing: its facts would reach every host.
                 return result

@@ -43,6 +43,9 @@ class ActionModule(ActionBase):
         params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         if from_inventory:
             params["nodes"] = self.inventory_nodes(task_vars)
+            if "extra_env" not in self._task.args:
+                # ascend_extra_env read here, not given as an argument: its secret values stay out of the task's.
+                params["extra_env"] = self._templar.template(task_vars.get("ascend_extra_env")) or {}
         # Secret variables reach the planner by name only, with what is wrong with their values.
         public, secret = input_rules.split_env(params["extra_env"])
         params["extra_env"] = public

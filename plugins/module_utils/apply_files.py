@@ -108,8 +108,10 @@ def set_attributes(path, want, have):
     os.chmod(path, want["mode"])
 
 
-def make_directory(path, want, have, changes):
+def make_directory(path, want, have, changes, with_parents=False):
     if "created" in changes:
+        if with_parents and not os.path.isdir(os.path.dirname(path)):
+            os.makedirs(os.path.dirname(path), 0o755)
         os.mkdir(path, 0o700)  # opened up by set_attributes once it has its owner
     set_attributes(path, want, have)
 

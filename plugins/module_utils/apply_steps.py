@@ -67,12 +67,12 @@ def _loaded(state):
 def unit_steps(units, changed_paths, removed_paths, current):
     """The steps for UNITS (their specs, in start order) as ("stop", name), ("disable", name), ("daemon-reload",
     None), ("enable", name), ("start", name), ("restart", name), ("try-restart", name) or ("reload", name), in the
-    order they run. CHANGED_PATHS: the files and directories this apply writes; REMOVED_PATHS: what it removes;
+    order they run (a unit with stop_last stops after the starts). CHANGED_PATHS: the files and directories this apply writes; REMOVED_PATHS: what it removes;
     CURRENT: {unit: its systemctl show properties (LoadState, ActiveState, UnitFileState)} before any step."""
     removed = set(removed_paths)
     # A path that goes is as much a change as one that is written (a removed process spec reloads the container).
     changed = set(changed_paths) | removed
-    stops, starts = [], []
+    stops, starts, late = [], [], []
     reload_daemon = False
     for unit in units:
         name, wanted, now = unit["name"], unit.get("state"), current.get(unit["name"])
@@ -80,8 +80,10 @@ def unit_steps(units, changed_paths, removed_paths, current):
         if path and (path in changed or path in removed):
             reload_daemon = True
         if wanted in ("stopped", "absent"):
+            # A unit that keeps protecting the node until what replaces it started (the Ray-only firewall) stops
+            # last; it is disabled first all the same, while its file is there to say what to disable.
             if _active(now):
-                stops.append(("stop", name))
+                (late if unit.get("stop_last") else stops).append(("stop", name))
             if _enabled(now) and not (wanted == "stopped" and unit.get("enabled")) and now.get("UnitFileState") != "static":
                 stops.append(("disable", name))
             continue
@@ -107,7 +109,7 @@ def unit_steps(units, changed_paths, removed_paths, current):
             starts.append(("reload", name))
     # Stops run in reverse start order: what starts last (serve) stops first.
     stops.sort(key=lambda step: -[u["name"] for u in units].index(step[1]))
-    return stops + ([("daemon-reload", None)] if reload_daemon else []) + starts
+    return stops + ([("daemon-reload", None)] if reload_daemon else []) + starts + late
 
 
 def systemctl_argv(step):

@@ -53,16 +53,17 @@ def etc_hosts_block(nodes):
 
 def with_block(text, marker, block):
     """TEXT (a file's content) with BLOCK between MARKER's BEGIN and END lines, as ansible.builtin.blockinfile
-    leaves it: the lines from the first BEGIN to the next END replaced, or the block added at the end (after a
-    line break where the text lacks its last). Everything else is kept byte for byte, carriage returns
-    included."""
+    leaves it: where both markers are there, the lines from the last BEGIN to the last END (either order) replaced;
+    otherwise the block added at the end (after a line break where the text lacks its last). Everything else is
+    kept byte for byte, carriage returns included."""
     begin, end = marker.replace("{mark}", "BEGIN"), marker.replace("{mark}", "END")
     lines = (text or "").splitlines(True)
     bare = [line.rstrip("\r\n") for line in lines]
     wanted = [begin + "\n"] + [line + "\n" for line in block.splitlines()] + [end + "\n"]
-    if begin in bare and end in bare[bare.index(begin):]:
-        first = bare.index(begin)
-        last = bare.index(end, first)
+    starts = [index for index, line in enumerate(bare) if line == begin]
+    ends = [index for index, line in enumerate(bare) if line == end]
+    if starts and ends:
+        first, last = sorted((starts[-1], ends[-1]))
         return "".join(lines[:first] + wanted + lines[last + 1:])
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"

@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.common.validation import check_type_bool, check_type_int
+
 
 class Refused(Exception):
     """A desired state that must not be applied, said in one message that names the variable and the host."""
@@ -31,4 +33,34 @@ def summary(result):
     return {"changed_paths": list(result.get("changed_paths") or []),
             "removed_paths": list(result.get("removed_paths") or []),
             "steps": [dict(step) for step in result.get("steps") or []],
-            "commands": [command["label"] for command in result.get("commands") or []]}
+            "commands": [command["label"] for command in result.get("commands") or []],
+            # A port waited for before a start (a worker's for its head), which the barrier names where it timed out.
+            "waited": dict(result.get("waited") or {})}
+
+
+def settings_of(spec, given):
+    """GIVEN (the role's settings) as SPEC ({name: type}) types them, whatever the templating made of them:
+    ansible-core 2.18 renders a null in a dict as "" and may leave a number or a boolean as text. A setting the role
+    does not give is None; one SPEC does not name is refused."""
+    unknown = sorted(set(given) - set(spec))
+    if unknown:
+        raise Refused("settings not known to this phase: %s" % ", ".join(unknown))
+    typed = {}
+    for name, kind in spec.items():
+        value = given.get(name)
+        if value == "" and kind != "str":
+            value = None
+        if value is not None:
+            try:
+                if kind == "bool":
+                    value = check_type_bool(value)
+                elif kind == "int":
+                    value = check_type_int(value)
+                elif kind == "str":
+                    value = str(value)
+                elif kind in ("list", "dict") and not isinstance(value, list if kind == "list" else dict):
+                    raise TypeError("%r is not a %s" % (value, kind))
+            except (TypeError, ValueError) as error:
+                raise Refused("setting %s: %s" % (name, error))
+        typed[name] = value
+    return typed

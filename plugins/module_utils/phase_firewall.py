@@ -18,6 +18,7 @@ RULES = "firewall.nft"
 WARNING = ("firewall_enabled is false on %s: every port of Ray and of the engine (Ray runs any code a client sends, "
            "CVE-2023-48022; the data-parallel RPC port takes the engine's internal messages) is open to anyone who "
            "reaches the node. Keep the nodes on an isolated network, or set firewall_enabled: true.")
+SETTINGS = {"enabled": "bool", "open_ports": "list", "config_dir": "str", "ssh_port": "int"}
 
 
 def desired(node, settings):
@@ -26,7 +27,7 @@ def desired(node, settings):
     unit = cluster["units"]["firewall"]
     unit_path = "%s/%s" % (cluster["unit_dir"], unit)
     rules_path = "%s/%s" % (settings["config_dir"], RULES)
-    legacy = {"name": LEGACY_UNIT, "file": LEGACY_UNIT_PATH, "state": "absent"}
+    legacy = {"name": LEGACY_UNIT, "file": LEGACY_UNIT_PATH, "state": "absent", "stop_last": True}
     state = {"absent": [LEGACY_UNIT_PATH, LEGACY_RULES]}
     if not settings["enabled"]:
         state["absent"] += [unit_path, rules_path]

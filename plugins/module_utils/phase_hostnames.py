@@ -18,6 +18,7 @@ MARKER = "# {mark} ascend.inference cluster nodes"
 # What the module sets itself; any other strategy is ansible.builtin.hostname's (the role's own task).
 OWN_STRATEGIES = ("", "systemd", "file")
 NODE_VARS = ("ascend_hostname", "ascend_node_ip", "ansible_host")
+SETTINGS = {"strategy": "str", "manage_etc_hosts": "bool"}
 
 
 def desired(node, settings):

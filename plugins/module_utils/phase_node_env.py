@@ -15,6 +15,8 @@ from ansible_collections.ascend.inference.plugins.module_utils import input_rule
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+SETTINGS = {"file": "str", "secrets_file": "str", "profile": "str", "cann_set_env": "str", "services": "list",
+            "pyacl_site_packages": "str"}
 
 
 def cann_variables(node, set_env):

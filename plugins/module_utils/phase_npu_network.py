@@ -16,6 +16,7 @@ SKIPPED = ("ascend_skip_npu_network_check is true: the NPU links, health and cro
            "verified.")
 NO_PORTS = ("%s has no NPU network ports, so hccn_tool is not run there; traffic between nodes uses the host "
             "network (%s).")
+SETTINGS = {"hccn_tool": "str", "hccn_conf": "str", "skip": "bool"}
 
 
 def _checked(node, settings):

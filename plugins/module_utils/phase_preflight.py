@@ -10,11 +10,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.common.validation import check_type_bool
+
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # What of node_probe's answer the checks and the later phases read.
 KEPT = ("ipv4", "npu_smi", "npu", "device_files", "cann", "cann_version", "cann_notes", "cann_problems", "driver",
         "model", "engine", "listeners", "container_mounts_missing", "service", "programs", "cann_env", "python")
+SETTINGS = {"npu_smi": "str", "ascend_home": "str", "cann_layout": "str", "device_map": "dict", "model": "str",
+            "model_record": "str", "engine": "dict", "service_user": "str", "engine_container": "bool",
+            "programs": "list", "python": "dict", "context": "dict"}
 
 
 def node_ip(node):
@@ -25,8 +30,12 @@ def desired(node, settings):
     """settings: the node_probe options (npu_smi, ascend_home, cann_layout, device_map, model, model_record,
     engine, engine_container, service_user, programs, python) and the checks' context (npu_smi, ascend_home,
     engine_env, model, cann_pending, model_pending)."""
-    context = settings.pop("context")
-    found = node.run("ascend.inference.node_probe", dict((k, v) for k, v in settings.items() if v is not None))
+    context = dict(settings.pop("context") or {})
+    # As ansible-core 2.18 may render them inside a mapping: a null as "", a boolean as text.
+    context["cann_pending"] = context.get("cann_pending") or None
+    context["model_pending"] = check_type_bool(context.get("model_pending") or False)
+    found = node.run("ascend.inference.node_probe", dict(
+        dict((k, v) for k, v in settings.items() if v not in (None, "")), node=node.host))
     if found.get("failed"):
         raise Refused("%s: the probe failed: %s" % (node.host, found.get("msg")))
     address = node_ip(node)

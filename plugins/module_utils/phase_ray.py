@@ -14,21 +14,26 @@ import json
 
 from ansible.module_utils.compat.version import LooseVersion
 
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils import container, service_account
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused, stepped
 
 TOKEN = "ray-auth-token"
 ENV = "ray.env"
 PROBE = "ray-cluster-nodes.py"
-COMMENT = "ascend.inference services"
 # Ray 2.52 and later authenticate with a token (RAY_AUTH_MODE=token).
 TOKEN_RAY = "2.52"
 # `ray start --block` exits 1 after `ray stop`: the expected end of a stop (the unit says so).
 RESTART_SEC = 5
+# What the ray_token phase read on each node, as the role registers it (no_log): a fact would be shown again by every
+# later phase's result.
+TOKEN_READ = "ray_cluster_token_read"
 # The token: read where it is, else 64 letters and digits drawn on the node, in case the cluster needs one.
 READ_TOKEN = ('if [ -e "$1" ] || [ -L "$1" ]; then echo held; cat "$1" 2>/dev/null; '
               'else echo new; LC_ALL=C tr -dc A-Za-z0-9 </dev/urandom | head -c 64; fi')
+SETTINGS = {"env": "str", "create_env": "bool", "version": "str", "package": "str", "wheelhouse": "str", "auth": "str",
+            "config_dir": "str", "barrier_timeout": "int", "firewall_enabled": "bool", "node_env_file": "str",
+            "secrets_file": "str", "check_peer": "bool"}
 
 
 def paths(settings):
@@ -37,14 +42,16 @@ def paths(settings):
 
 
 def token_read(node, settings):
-    """The ray_token phase: what the node holds (no_log: its content and a drawn candidate)."""
+    """The ray_token phase: what the node holds, registered by the role under TOKEN_READ (no_log: its content and a
+    drawn candidate); never a fact."""
     read = node.run("ansible.builtin.command", {"argv": ["sh", "-c", READ_TOKEN, "sh", paths(settings)["token"]]})
     if read.get("rc") != 0:
         raise Refused("%s: cannot read the Ray token (rc %s): %s" % (node.host, read.get("rc"), read.get("stderr")))
     lines = (read.get("stdout") or "").split("\n", 1)
     held = lines[0] == "held"
     value = lines[1].strip() if len(lines) > 1 else ""
-    return {"apply": None, "record": {"held": held, "token": value if held else "", "candidate": "" if held else value}}
+    return {"apply": None, "record": None,
+            "result": {"held": held, "token": value if held else "", "candidate": "" if held else value}}
 
 
 def install_argv(settings):
@@ -122,11 +129,11 @@ def cluster_token(node, settings):
     if head not in node.play_hosts():
         raise Refused("The Ray head %s is not in this run (--limit?): the cluster's token and the restart order come "
                       "from it; include it in --limit." % head)
-    held = node.applied("ray_token", host=head) or {}
+    held = node.var(TOKEN_READ, None, host=head) or {}
     if held.get("token"):
         return held["token"]
     holders = [host for host in node.play_hosts()
-               if host != head and (node.applied("ray_token", host=host) or {}).get("held")]
+               if host != head and (node.var(TOKEN_READ, None, host=host) or {}).get("held")]
     token_file = paths(settings)["token"]
     if holders:
         raise Refused("The head %s has no Ray token (%s) but %s %s one: copy a worker's %s back to the head (same "
@@ -197,8 +204,10 @@ def desired(node, settings):
         engine_unit["reload_on"] = [spec["path"], files["env"]]
         if wait:
             engine_unit["wait_for"] = wait
-        # The token is read by path: a new one restarts Ray; so does a head that started again.
-        state["commands"] = [runtime.restart_in_container(plan, image, "ray", [files["token"]], head_restarted)]
+        # The token is read by path: a new one restarts Ray; so does a head that started again (once its port answers).
+        command = runtime.restart_in_container(plan, image, "ray", [files["token"]], head_restarted)
+        command["wait_for"] = wait
+        state["commands"] = [command]
     else:
         unit = runtime.unit_path(plan, "ray")
         state["files"].append({"path": unit, "mode": "0644", "template": "ray_cluster/ascend-ray.service.j2",
@@ -207,11 +216,11 @@ def desired(node, settings):
         state["units"].append({"name": cluster["units"]["ray"], "file": unit, "state": "started",
                                "restart_on": [unit, files["env"], files["token"]], "restart": head_restarted,
                                "wait_for": wait})
-        state["account"] = runtime.account(plan, COMMENT)
+        state["account"] = runtime.account(plan, service_account.COMMENT)
         if settings["check_peer"] and not node.check_mode:
             state["peers"] = [{"unit": cluster["units"]["serve"], "user": cluster["service"]["user"]}]
     return {"apply": state, "warnings": warnings, "record": {"token_auth": auth, "versions": found[host]},
-            "after": lambda result: {"restarted": restarted(node, result)}}
+            "after": lambda result: {"restarted": restarted(node, settings, result)}}
 
 
 def unit_values(plan, plan_node, settings, files):
@@ -226,14 +235,19 @@ def unit_values(plan, plan_node, settings, files):
     }
 
 
-def restarted(node, result):
+def restarted(node, settings, result):
     """Whether this node's Ray started again in the apply's RESULT (a worker's follows its head's)."""
     cluster = node.plan["cluster"]
     if cluster["launcher"] != "ray":
         return False
     if runtime.mode(node.plan) == "container":
         return stepped(result, cluster["runtime"]["unit"], ("start", "restart", "reload")) or bool(result.get("commands"))
-    return stepped(result, cluster["units"]["ray"], ("restart",))
+    # A restart, or a start of a stopped head whose unit, environment or token changed: either is a new head.
+    changed = set(result.get("changed_paths") or [])
+    files = paths(settings)
+    return stepped(result, cluster["units"]["ray"], ("restart",)) or (
+        stepped(result, cluster["units"]["ray"], ("start",))
+        and bool(changed & {runtime.unit_path(node.plan, "ray"), files["env"], files["token"]}))
 
 
 def probe_argv(plan, config_dir, python_env, program):

@@ -15,12 +15,14 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_runt
 def _restart(node, name, wait=None):
     plan = node.plan
     if runtime.mode(plan) == "host":
+        # Enabled or not, as it is (a unit teardown.yml disabled stays so).
         return {"units": [{"name": plan["cluster"]["units"][name], "state": "started", "restart": True,
-                           "wait_for": wait}]}
+                           "enabled": None, "wait_for": wait}]}
     program = (node.applied("image") or {}).get("program")
     command = runtime.restart_in_container(plan, {"program": program}, name, always=True)
     command["wait_for"] = wait
-    return {"units": [{"name": plan["cluster"]["runtime"]["unit"], "state": "started"}], "commands": [command]}
+    return {"units": [{"name": plan["cluster"]["runtime"]["unit"], "state": "started", "enabled": None}],
+            "commands": [command]}
 
 
 def ray(node, settings):

@@ -118,7 +118,10 @@ def engine(node, image):
     either changes). IMAGE: what the engine_container role found, with how to run it (its ``run``: cache_dir,
     shm_size, extra_args, stop_timeout)."""
     plan = node.plan
-    settings = image.get("run") or {}
+    run = image.get("run") or {}
+    # As ansible-core 2.18 may render them: a number as text.
+    settings = {"cache_dir": run["cache_dir"], "shm_size": str(run["shm_size"]), "extra_args": list(run["extra_args"]),
+                "stop_timeout": int(run["stop_timeout"])}
     runtime = plan["cluster"]["runtime"]
     program = image.get("program")
     if not program:

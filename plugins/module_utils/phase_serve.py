@@ -10,12 +10,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
-from ansible_collections.ascend.inference.plugins.module_utils import systemd
+from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
-COMMENT = "ascend.inference services"
 NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
           "ansible-vault or -e @secrets.yml); clients then send \"Authorization: Bearer <key>\".")
+SETTINGS = {"python_env": "str", "executable": "str", "config_dir": "str", "restart_sec": "int", "node_env_file": "str",
+            "secrets_file": "str", "ray_env_file": "str"}
 
 
 def env_path(plan, settings):
@@ -99,7 +100,7 @@ def desired(node, settings):
     # Under Ray, a restart of Ray restarts the engine with it (PartOf=): nothing more to do here for that.
     state["units"].append({"name": cluster["units"]["serve"], "file": unit, "state": "started",
                            "restart_on": [unit, serve_env]})
-    state["account"] = runtime.account(plan, COMMENT)
+    state["account"] = runtime.account(plan, service_account.COMMENT)
     # Ray's unit is written first by deploy.yml; a --tags serve run finds it as it is. A check run rewrote nothing.
     if ray and not node.check_mode:
         state["peers"] = [{"unit": cluster["units"]["ray"], "user": cluster["service"]["user"]}]

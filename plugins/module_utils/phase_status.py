@@ -12,6 +12,8 @@ __metaclass__ = type
 from ansible_collections.ascend.inference.plugins.module_utils import container, phase_ray, reports
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
+SETTINGS = {"config_dir": "str", "python_env": "str"}
+
 SHOWN = "--property=Id,LoadState,ActiveState,SubState,NRestarts,ActiveEnterTimestamp"
 
 

@@ -15,10 +15,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import grp
+import pwd
 import re
 import stat
 
 ROOT = "root"
+# The service account's GECOS field: how the collection knows an account as its own (the service_account role's
+# service_account_comment says the same).
+COMMENT = "ascend.inference services"
 # useradd's portable names (lower case, at most 32 characters).
 USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 STATE_DIRECTORY = "ascend-inference"
@@ -171,3 +176,22 @@ def account_commands(user, group, home, shell, comment, found_user, found_group)
     if change:
         commands.append(["usermod"] + change + [user])
     return commands
+
+
+def found_user(name):
+    """The account NAME as this node has it ({uid, gid, comment, home, shell}), or None."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return {"uid": entry.pw_uid, "gid": entry.pw_gid, "comment": entry.pw_gecos, "home": entry.pw_dir,
+            "shell": entry.pw_shell}
+
+
+def found_group(name):
+    """The group NAME as this node has it ({gid, members}), or None."""
+    try:
+        entry = grp.getgrnam(name)
+    except KeyError:
+        return None
+    return {"gid": entry.gr_gid, "members": list(entry.gr_mem)}

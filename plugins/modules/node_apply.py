@@ -65,7 +65,8 @@ options:
         type: str
         default: root
       keep:
-        description: Created only where missing; an existing directory (a mount, say) keeps its owner and mode.
+        description: Created only where missing, with its parents; an existing directory (a mount, say) keeps its owner
+          and mode.
         type: bool
         default: false
   files:
@@ -233,6 +234,11 @@ options:
         description: Further attempts of a reload that fails (a container unit whose main process is still starting).
         type: int
         default: 0
+      stop_last:
+        description: Stopped (and disabled) after the other units started, not before - a unit that protects the node
+          until what replaces it runs (the Ray-only firewall of earlier releases).
+        type: bool
+        default: false
       wait_for:
         description: A TCP port to wait for before the unit starts or restarts; the apply goes on when it does
           not answer in time and says so in RV(waited).
@@ -382,9 +388,7 @@ units:
   type: dict
 """
 
-import grp
 import os
-import pwd
 import socket
 import time
 
@@ -406,6 +410,7 @@ UNIT_OPTIONS = dict(
     try_restart_on=dict(type="list", elements="path", default=[]),
     reload_on=dict(type="list", elements="path", default=[]),
     retries=dict(type="int", default=0),
+    stop_last=dict(type="bool", default=False),
     wait_for=dict(type="dict", options=dict(
         host=dict(type="str", required=True), port=dict(type="int", required=True),
         timeout=dict(type="int", default=300))),
@@ -485,9 +490,8 @@ class Apply(object):
         self.read_units()
         self.read_account()
         account = params["account"]
-        # The account and its group exist once the account step ran: files may name them before.
-        self.pending = True if self.check else (
-            {account["user"], account["group"]} if account and self.account_commands else ())
+        # The account and its group exist once the account step ran (in --check, would): files may name them before.
+        self.pending = {account["user"], account["group"]} if account and self.account_commands else ()
         self.read_paths()
         self.read_hostname()
 
@@ -512,7 +516,8 @@ class Apply(object):
         account = self.params["account"]
         if not account:
             return
-        found_user, found_group = _user(account["user"]), _group(account["group"])
+        found_user = service_account.found_user(account["user"])
+        found_group = service_account.found_group(account["group"])
         problems = service_account.takeover_problems(self.params["node"], account["user"], account["group"],
                                                      account["comment"], found_user, found_group)
         if problems:
@@ -551,7 +556,8 @@ class Apply(object):
                 if directory and have is not None and spec.get("keep"):
                     want = dict(want, mode=have["mode"], uid=have["uid"], gid=have["gid"])
                 parent = os.path.dirname(path)
-                if not (os.path.isdir(parent) or parent in paths):
+                # A kept directory (a cache the user names) is made with its parents, as the file module does.
+                if not (os.path.isdir(parent) or parent in paths or (directory and spec.get("keep"))):
                     raise apply_files.Refused("%s: directory %s does not exist" % (path, parent))
                 paths[path] = managed_files.differences(want, have)
                 if paths[path]:
@@ -565,7 +571,8 @@ class Apply(object):
             self.fail(to_native(error))
 
     def read_block(self, spec):
-        path = os.path.normpath(spec["path"])
+        # As blockinfile does: a link's target is the file edited.
+        path = os.path.realpath(spec["path"])
         have = apply_files.on_disk(path, False)
         if have is None:
             raise apply_files.Refused("%s does not exist (a managed block is written only into an existing file)" % path)
@@ -592,8 +599,9 @@ class Apply(object):
     def run(self):
         changed_paths = [entry[0] for entry in self.todo]
         steps = apply_steps.unit_steps(self.params["units"], changed_paths, self.absent, self.result["units"])
-        stops = [step for step in steps if step[0] in ("stop", "disable")]
-        starts = [step for step in steps if step not in stops]
+        # Before the writes: the stops and disables up to the first start (those of stop_last units come after).
+        first = next((index for index, step in enumerate(steps) if step[0] not in ("stop", "disable")), len(steps))
+        stops, starts = steps[:first], steps[first:]
         if self.check:
             self.result.update(changed_paths=changed_paths, removed_paths=list(self.absent), account=self.account_commands,
                                hostname=self.params["hostname"]["name"] if self.hostname_due else None,
@@ -615,7 +623,7 @@ class Apply(object):
             try:
                 want = apply_files.resolved(want, path)
                 if directory:
-                    apply_files.make_directory(path, want, have, self.result["paths"][path])
+                    apply_files.make_directory(path, want, have, self.result["paths"][path], with_parents=True)
                 else:
                     apply_files.write_file(self.module, path, want, have, self.result["paths"][path])
             except apply_files.Refused as error:
@@ -742,23 +750,6 @@ def wait_for(target):
             return dict(host=target["host"], port=target["port"], reached=False, seconds=target["timeout"],
                         msg="Timeout when waiting for %s:%d (%s)" % (target["host"], target["port"], error))
         time.sleep(1)
-
-
-def _user(name):
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return None
-    return {"uid": entry.pw_uid, "gid": entry.pw_gid, "comment": entry.pw_gecos, "home": entry.pw_dir,
-            "shell": entry.pw_shell}
-
-
-def _group(name):
-    try:
-        entry = grp.getgrnam(name)
-    except KeyError:
-        return None
-    return {"gid": entry.gr_gid, "members": list(entry.gr_mem)}
 
 
 def main():

@@ -50,10 +50,14 @@ options:
       - V(ray), V(serve) - the processes, on the host or in the engine container.
       - V(ray_restart), V(serve_restart) - restart.yml's phases; V(teardown) - every service stopped and disabled.
       - V(status), V(status_report) - status.yml's reads (V(status_report) once for the play).
+      - V(cann_stage) - where each of C(cann_packages) comes from and where the node keeps it (registered).
+      - V(model_settings), V(model_schedule) - the model role's variables checked, then who copies the model from
+        whom (both once for the play; the schedule registered); V(model_hub) - the hub's download command.
     type: str
     required: true
-    choices: [firewall, hostnames, node_env, npu_ping, npu_query, npu_report, preflight, ray, ray_install, ray_restart,
-              ray_token, serve, serve_restart, status, status_report, teardown]
+    choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, node_env, npu_ping, npu_query,
+              npu_report, preflight, ray, ray_install, ray_restart, ray_token, serve, serve_restart, status,
+              status_report, teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict

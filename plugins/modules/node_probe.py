@@ -104,9 +104,14 @@ options:
     description:
       - The account that will run Ray and the engine. For any but V(root), RV(service) names the group of
         the NPU device files that the account must join, and what it could not open or read among the
-        device files, the CANN toolkit, the driver's libraries, the model and the engine.
+        device files, the CANN toolkit, the driver's libraries, the model and the engine, and an existing account
+        or group of that name that ascend.inference did not create (it would refuse to take it over).
     type: str
     default: root
+  node:
+    description: The node's inventory name, which the problems name.
+    type: str
+    default: this node
   programs:
     description: Programs to look up on PATH and in the system directories, reported in RV(programs).
     type: list
@@ -504,6 +509,7 @@ def main():
             )),
             engine_container=dict(type="bool", default=False),
             service_user=dict(type="str", default=service_account.ROOT),
+            node=dict(type="str", default="this node"),
             programs=dict(type="list", elements="str", default=[]),
             python=dict(type="dict", options=dict(
                 path=dict(type="path", required=True),
@@ -544,6 +550,13 @@ def main():
                 ("the engine's Python", engine["interpreter"] if engine else None)]
     service, account = _service(module.params["service_user"], _account(module.params["service_user"]),
                                 devices, readable)
+    user = module.params["service_user"]
+    if user != service_account.ROOT:
+        # An account or group of that name the collection did not create is refused here, on every node at once,
+        # before any node is changed (the ray and serve phases would refuse it node by node, the head first).
+        service["problems"][:0] = (service_account.takeover_problems(
+            module.params["node"], user, user, service_account.COMMENT, service_account.found_user(user),
+            service_account.found_group(user)))
     found_model, model_problems = _model(model, account) if model else (None, [])
     service["problems"].extend(model_problems)
     if found_model is not None:

@@ -21,8 +21,8 @@ description:
     addresses over HCCS (C(-hccs_ping -g address X)), from a local device.
   - Reports every failure (device, check, expected, found); it never fails on them itself, so that
     a play can gather all nodes' failures into one report.
-  - Up to 8 devices are asked at once (each device's queries in order), and the pings go out at once: a node has 8
-    or 16 NPUs, each query is one C(hccn_tool) run, and a ping lasts as long as its packets.
+  - Up to 8 devices are asked at once (each device's queries in order): a node has 8 or 16 NPUs and each query is one
+    C(hccn_tool) run. The pings, which leave from one device, go one after the other.
   - Read-only; runs the same in check mode.
 author:
   - ascend.inference contributors (@ascend-inference)
@@ -175,12 +175,10 @@ def main():
     if not conf_present and module.params["devices"]:  # once per node: a ping-only run does not ask
         failures.append({"device": None, "check": "hccn.conf", "expected": "%s present" % module.params["hccn_conf"],
                          "found": "missing"})
-    # Every other node's address at once: a ping takes its packets' time, and a cluster has many nodes.
-    targets = module.params["ping_targets"]
-    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL, len(targets)))) as pool:
-        answers = list(pool.map(lambda target: call([program, "-i", str(target["device"]), "-" + target["kind"], "-g",
-                                                     "address", target["address"]]), targets))
-    for target, (rc, output) in zip(targets, answers):
+    # One after the other: they leave from one device, which no capture shows answering two pings at once.
+    for target in module.params["ping_targets"]:
+        rc, output = call([program, "-i", str(target["device"]), "-" + target["kind"], "-g", "address",
+                           target["address"]])
         failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output, target["kind"]))
     module.exit_json(changed=False, npus=npus, hccn_conf_present=conf_present, failures=failures)
 

@@ -102,6 +102,8 @@ options:
       - Secret variables (names ending in C(_TOKEN), C(_KEY), C(_SECRET) or C(_PASSWORD), or those words
         alone) are checked and listed in RV(cluster.secret_env_names) but left out of every node's C(env) -
         only their names and what is wrong with their values reach the planner.
+      - Omitted, with O(nodes) omitted too - C(ascend_extra_env), read by the action plugin (its secret values are
+        then no task argument).
       - C(VLLM_API_KEY) is refused, as C(api_key) in O(serve_options) is; the serve role sets it
         from C(ascend_api_key).
     type: dict

@@ -73,28 +73,9 @@ commands:
   sample: [[groupadd, --system, ascend-inference], [useradd, --system, --gid, ascend-inference, "..."]]
 """
 
-import grp
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
-
-
-def _user(name):
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return None
-    return {"uid": entry.pw_uid, "gid": entry.pw_gid, "comment": entry.pw_gecos, "home": entry.pw_dir,
-            "shell": entry.pw_shell}
-
-
-def _group(name):
-    try:
-        entry = grp.getgrnam(name)
-    except KeyError:
-        return None
-    return {"gid": entry.gr_gid, "members": list(entry.gr_mem)}
 
 
 def _lines(user, group, found_user, found_group):
@@ -129,7 +110,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    found_user, found_group = _user(params["user"]), _group(params["group"])
+    found_user = service_account.found_user(params["user"])
+    found_group = service_account.found_group(params["group"])
     problems = service_account.takeover_problems(params["node"], params["user"], params["group"], params["comment"],
                                                  found_user, found_group)
     if problems:
@@ -147,7 +129,8 @@ def main():
     result = {"changed": bool(commands), "commands": commands}
     if module._diff:
         after = (_wanted(params, found_user, found_group) if module.check_mode
-                 else _lines(params["user"], params["group"], _user(params["user"]), _group(params["group"])))
+                 else _lines(params["user"], params["group"], service_account.found_user(params["user"]),
+                             service_account.found_group(params["group"])))
         result["diff"] = {"before": before, "after": after}
     module.exit_json(**result)
 

@@ -18,7 +18,8 @@ PLAN = {"cluster": {"head": "h"}, "nodes": {"h": {}}}
 
 
 def run(phase, wanted, module_result=None, facts=None, check_mode=False):
-    task = mock.MagicMock(args={"phase": phase, "settings": {"x": 1}}, async_val=0, check_mode=check_mode, diff=False)
+    # "1": what ansible-core 2.18 may make of a number in a dict; the phase gets the number.
+    task = mock.MagicMock(args={"phase": phase, "settings": {"x": "1"}}, async_val=0, check_mode=check_mode, diff=False)
     action = ActionModule(task, mock.MagicMock(), PlayContext(), loader=None, templar=Templar(loader=None),
                           shared_loader_obj=None)
     task_vars = {"inventory_hostname": "h", "ascend_plan": PLAN, "ansible_facts": facts or {}}
@@ -30,7 +31,7 @@ def run(phase, wanted, module_result=None, facts=None, check_mode=False):
         assert settings == {"x": 1} and node.host == "h"
         return wanted
 
-    with mock.patch.dict(node_phase.PHASES, {phase: desired}), \
+    with mock.patch.dict(node_phase.PHASES, {phase: (desired, {"x": "int"})}), \
             mock.patch.object(ActionModule, "_execute_module",
                               side_effect=lambda **kwargs: calls.append(kwargs) or dict(module_result or {})), \
             mock.patch.object(ActionModule, "_remove_tmp_path"), \
@@ -46,8 +47,10 @@ def test_a_refusal_reaches_no_node():
 
 
 def test_one_module_call_its_lines_and_the_record_joined_to_the_runs():
+    waited = {"ray": {"host": "192.0.2.1", "port": 6379, "reached": False, "msg": "Timeout when waiting for 192.0.2.1:6379"}}
     applied = {"changed": True, "changed_paths": ["/e/ray.env"], "paths": {"/e/ray.env": ["content"]},
-               "removed_paths": [], "steps": [{"unit": "ray", "action": "restart", "at": 1.0}], "commands": []}
+               "removed_paths": [], "steps": [{"unit": "ray", "action": "restart", "at": 1.0}], "commands": [],
+               "waited": waited}
     wanted = {"apply": {"files": [{"path": "/e/ray.env", "content": "A=1\n", "mode": "0600"}]},
               "record": {"token_auth": True}, "warnings": ["a warning"],
               "after": lambda result: {"restarted": bool(result["steps"])}}
@@ -59,7 +62,8 @@ def test_one_module_call_its_lines_and_the_record_joined_to_the_runs():
     assert result["ansible_facts"]["ascend_applied"] == {
         "preflight": {"seen": 1},
         "ray": {"token_auth": True, "changed_paths": ["/e/ray.env"], "removed_paths": [],
-                "steps": [{"unit": "ray", "action": "restart", "at": 1.0}], "commands": [], "restarted": True}}
+                "steps": [{"unit": "ray", "action": "restart", "at": 1.0}], "commands": [], "restarted": True,
+                "waited": waited}}
 
 
 def test_a_failed_apply_records_nothing():

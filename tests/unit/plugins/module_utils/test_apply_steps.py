@@ -70,3 +70,11 @@ def test_one_line_per_change_and_step():
     assert apply_steps.lines("n1", result, True) == [
         "n1: /e/old would be removed", "n1: /e/ray.env content (would be written)", "n1: ray would be restarted",
         "n1: restarted ray in ascend-engine (would be asked)"]
+
+
+def test_a_unit_that_protects_until_its_replacement_runs_stops_last():
+    units = [{"name": "old-fw", "file": "/u/old", "state": "absent", "stop_last": True},
+             {"name": "fw", "file": "/u/fw", "state": "started", "restart_on": ["/u/fw"]}]
+    steps = apply_steps.unit_steps(units, ["/u/fw"], ["/u/old"], {"old-fw": ACTIVE, "fw": {}})
+    assert steps == [("disable", "old-fw"), ("daemon-reload", None), ("enable", "fw"), ("start", "fw"),
+                     ("stop", "old-fw")]

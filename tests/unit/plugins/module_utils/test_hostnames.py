@@ -60,3 +60,14 @@ def test_a_file_without_its_last_line_break_or_with_carriage_returns_keeps_them(
     assert hostnames.with_block(crlf, MARKER, BLOCK) == (
         "127.0.0.1 localhost\r\n# BEGIN nodes\n192.0.2.11      npu-01\n192.0.2.12      npu-02\n# END nodes\n::1 x\r\n")
     assert hostnames.with_block(None, MARKER, BLOCK) == WRITTEN[len("127.0.0.1 localhost\n"):]
+
+
+def test_the_last_markers_count_as_blockinfile_reads_them():
+    # A stray BEGIN before the block: the block between the last markers is replaced, the stray line stays.
+    stray = "# BEGIN nodes\nmine\n" + WRITTEN
+    assert hostnames.with_block(stray, MARKER, BLOCK) == stray
+    assert hostnames.with_block("a\n# END nodes\nold\n# BEGIN nodes\nb\n", MARKER, BLOCK) == (
+        "a\n# BEGIN nodes\n192.0.2.11      npu-01\n192.0.2.12      npu-02\n# END nodes\nb\n")
+    # One marker alone: a block of its own at the end, as blockinfile writes it.
+    assert hostnames.with_block("a\n# BEGIN nodes\n", MARKER, BLOCK) == "a\n# BEGIN nodes\n" + WRITTEN[len(
+        "127.0.0.1 localhost\n"):]

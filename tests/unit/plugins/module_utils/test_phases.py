@@ -65,13 +65,18 @@ RAY = {"env": "/opt/ascend-inference/venv", "create_env": True, "version": "2.52
 INSTALLED = {"python": "3.11.2", "ray": "2.52.1"}
 
 
-def ray_records(head_token="", candidate="drawn-token", worker_held=False, **more):
-    records = {"h": {"ray_install": INSTALLED, "ray_token": {"held": bool(head_token), "token": head_token,
-                                                             "candidate": "" if head_token else candidate}},
-               "w": {"ray_install": INSTALLED, "ray_token": {"held": worker_held, "token": "", "candidate": "other"}}}
+def ray_records(**more):
+    records = {"h": {"ray_install": INSTALLED}, "w": {"ray_install": INSTALLED}}
     for host, phases in more.items():
         records[host].update(phases)
     return records
+
+
+def token_reads(head_token="", candidate="drawn-token", worker_held=False):
+    """What the ray_token phase registered on each node (phase_ray.TOKEN_READ)."""
+    return {"h": {phase_ray.TOKEN_READ: {"held": bool(head_token), "token": head_token,
+                                         "candidate": "" if head_token else candidate}},
+            "w": {phase_ray.TOKEN_READ: {"held": worker_held, "token": "", "candidate": "other"}}}
 
 
 def unit(state, name):
@@ -80,7 +85,7 @@ def unit(state, name):
 
 def test_the_head_keeps_its_token_and_a_worker_waits_for_it_and_follows_its_restart():
     plan = make_plan()
-    head = phase_ray.desired(FakeNode("h", plan, applied=ray_records("kept-token")), RAY)
+    head = phase_ray.desired(FakeNode("h", plan, applied=ray_records(), variables=token_reads("kept-token")), RAY)
     state = head["apply"]
     assert state["secrets"] == {"/etc/ascend-inference/ray-auth-token": "kept-token"}
     ray = unit(state, "ascend-ray.service")
@@ -92,10 +97,10 @@ def test_the_head_keeps_its_token_and_a_worker_waits_for_it_and_follows_its_rest
                                  "state": "absent"}
     assert "/etc/ascend-inference/ray-cluster-nodes.py" in [f["path"] for f in state["files"]]
     assert state["account"]["user"] == "ascend-inference"  # confined by default
-    as_root = phase_ray.desired(FakeNode("h", make_plan(service_user="root"), applied=ray_records("t")), RAY)["apply"]
+    as_root = phase_ray.desired(FakeNode("h", make_plan(service_user="root"), applied=ray_records(), variables=token_reads("t")), RAY)["apply"]
     assert as_root["account"] is None
-    records = ray_records("kept-token", h={"ray": {"restarted": True}})
-    worker = phase_ray.desired(FakeNode("w", plan, applied=records), RAY)["apply"]
+    records = ray_records(h={"ray": {"restarted": True}})
+    worker = phase_ray.desired(FakeNode("w", plan, applied=records, variables=token_reads("kept-token")), RAY)["apply"]
     ray = unit(worker, "ascend-ray.service")
     assert ray["restart"] and ray["wait_for"] == {"host": "192.0.2.11", "port": 6379, "timeout": 300}
     assert worker["secrets"] == {"/etc/ascend-inference/ray-auth-token": "kept-token"}
@@ -105,18 +110,18 @@ def test_the_head_keeps_its_token_and_a_worker_waits_for_it_and_follows_its_rest
 def test_a_new_cluster_takes_the_token_the_head_drew():
     plan = make_plan()
     for host in ("h", "w"):
-        state = phase_ray.desired(FakeNode(host, plan, applied=ray_records()), RAY)["apply"]
+        state = phase_ray.desired(FakeNode(host, plan, applied=ray_records(), variables=token_reads()), RAY)["apply"]
         assert state["secrets"] == {"/etc/ascend-inference/ray-auth-token": "drawn-token"}
 
 
 def test_a_head_that_lost_its_token_is_refused_while_a_worker_keeps_one():
     with pytest.raises(Refused) as refused:
-        phase_ray.desired(FakeNode("h", make_plan(), applied=ray_records(worker_held=True)), RAY)
+        phase_ray.desired(FakeNode("h", make_plan(), applied=ray_records(), variables=token_reads(worker_held=True)), RAY)
     assert str(refused.value).startswith("The head h has no Ray token (/etc/ascend-inference/ray-auth-token) but w has one")
 
 
 def test_the_head_must_be_in_the_run():
-    node = FakeNode("w", make_plan(), applied=ray_records("t"))
+    node = FakeNode("w", make_plan(), applied=ray_records(), variables=token_reads("t"))
     node.play_hosts = lambda: ["w"]
     with pytest.raises(Refused) as refused:
         phase_ray.desired(node, RAY)
@@ -124,21 +129,21 @@ def test_the_head_must_be_in_the_run():
 
 
 def test_ray_and_python_must_match_everywhere():
-    records = ray_records("t", w={"ray_install": {"python": "3.10.12", "ray": "2.52.1"}})
+    records = ray_records(w={"ray_install": {"python": "3.10.12", "ray": "2.52.1"}})
     with pytest.raises(Refused) as refused:
-        phase_ray.desired(FakeNode("h", make_plan(), applied=records), RAY)
+        phase_ray.desired(FakeNode("h", make_plan(), applied=records, variables=token_reads("t")), RAY)
     assert str(refused.value) == ('Ray and Python must match on every node (vLLM\'s Ray executor runs across them); '
                                   'found: h {"python": "3.11.2", "ray": "2.52.1"}, w {"python": "3.10.12", "ray": "2.52.1"}')
 
 
 def test_an_old_ray_without_the_firewall_is_refused_and_with_it_warned():
     old = dict(RAY, version="2.51.0")
-    records = ray_records("t", h={"ray_install": {"python": "3.11.2", "ray": "2.51.0"}},
+    records = ray_records(h={"ray_install": {"python": "3.11.2", "ray": "2.51.0"}},
                           w={"ray_install": {"python": "3.11.2", "ray": "2.51.0"}})
     with pytest.raises(Refused) as refused:
         phase_ray.desired(FakeNode("h", make_plan(), applied=records), dict(old, firewall_enabled=False))
     assert "has no token authentication (Ray 2.52 or later has it) and firewall_enabled is false" in str(refused.value)
-    done = phase_ray.desired(FakeNode("h", make_plan(), applied=records), old)
+    done = phase_ray.desired(FakeNode("h", make_plan(), applied=records, variables=token_reads("t")), old)
     assert done["warnings"] == ["h: Ray 2.51.0 runs without token authentication (too old for it): anyone who reaches "
                                 "its ports can run code on the cluster (CVE-2023-48022). The members-only firewall is on."]
     assert "/etc/ascend-inference/ray-auth-token" not in [f["path"] for f in done["apply"]["files"]]
@@ -156,14 +161,14 @@ def test_under_the_mp_launcher_nothing_of_ray_stays():
 
 def test_a_confined_account_is_created_and_serve_must_run_as_it():
     plan = make_plan(service_user="ascend-inference")
-    state = phase_ray.desired(FakeNode("h", plan, applied=ray_records("t")), RAY)["apply"]
+    state = phase_ray.desired(FakeNode("h", plan, applied=ray_records(), variables=token_reads("t")), RAY)["apply"]
     assert state["account"] == {"user": "ascend-inference", "group": "ascend-inference",
                                 "home": "/var/lib/ascend-inference", "comment": "ascend.inference services"}
     assert state["peers"] == [{"unit": "ascend-serve.service", "user": "ascend-inference"}]
     token = next(f for f in state["files"] if f["path"].endswith("ray-auth-token"))
     assert (token["mode"], token["group"]) == ("0640", "ascend-inference")
     # A check run rewrote nothing: the other unit is not judged then.
-    checked = phase_ray.desired(FakeNode("h", plan, applied=ray_records("t"), check_mode=True), RAY)["apply"]
+    checked = phase_ray.desired(FakeNode("h", plan, applied=ray_records(), variables=token_reads("t"), check_mode=True), RAY)["apply"]
     assert "peers" not in checked
 
 
@@ -172,7 +177,7 @@ def container_records(**more):
              "error": None, "inside": {"python": "3.11.2", "files": {}, "set_env": [],
                                        "versions": {"vllm": "0.23.0", "vllm-ascend": "0.23.0", "ray": "2.52.1"}},
              "run": {"cache_dir": "/root/.cache", "shm_size": "1g", "extra_args": [], "stop_timeout": 90}}
-    records = ray_records("t")
+    records = ray_records()
     for host in records:
         records[host]["image"] = copy.deepcopy(image)
     for host, phases in more.items():
@@ -182,7 +187,8 @@ def container_records(**more):
 
 def test_container_mode_runs_ray_as_a_process_of_the_engine_container():
     plan = make_plan(runtime="container", container_image="quay.io/ascend/vllm-ascend:v0.23.0")
-    state = phase_ray.desired(FakeNode("w", plan, applied=container_records(h={"ray": {"restarted": True}})), RAY)["apply"]
+    state = phase_ray.desired(FakeNode("w", plan, applied=container_records(h={"ray": {"restarted": True}}),
+                                        variables=token_reads("t")), RAY)["apply"]
     names = [u["name"] for u in state["units"]]
     # The host-mode units go first (serve stops first), then the engine container runs.
     assert names == ["ascend-ray.service", "ascend-serve.service", "ascend-engine.service"]
@@ -204,7 +210,7 @@ def test_container_mode_refuses_different_images():
     records = container_records()
     records["w"]["image"]["id"] = "f" * 64
     with pytest.raises(Refused) as refused:
-        phase_ray.desired(FakeNode("h", plan, applied=records), RAY)
+        phase_ray.desired(FakeNode("h", plan, applied=records, variables=token_reads("t")), RAY)
     assert "is not the same image on every node" in str(refused.value)
 
 
@@ -352,6 +358,40 @@ def test_the_report_has_every_host_failure_and_the_tls_judgement():
 
 def test_the_token_read_tells_a_held_token_from_a_drawn_one():
     node = FakeNode("h", make_plan(), run={"ansible.builtin.command": {"rc": 0, "stdout": "held\nsecret-token\n"}})
-    assert phase_ray.token_read(node, RAY)["record"] == {"held": True, "token": "secret-token", "candidate": ""}
+    read = phase_ray.token_read(node, RAY)
+    # Registered by the role, never a fact (every later phase's result shows the facts again).
+    assert read["record"] is None and read["result"] == {"held": True, "token": "secret-token", "candidate": ""}
     node = FakeNode("h", make_plan(), run={"ansible.builtin.command": {"rc": 0, "stdout": "new\nabc123"}})
-    assert phase_ray.token_read(node, RAY)["record"] == {"held": False, "token": "", "candidate": "abc123"}
+    assert phase_ray.token_read(node, RAY)["result"] == {"held": False, "token": "", "candidate": "abc123"}
+
+
+def test_the_model_roles_decisions_refuse_and_schedule():
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_cann, phase_model
+    plan = make_plan()
+    with pytest.raises(Refused) as refused:
+        phase_model.settings(FakeNode("h", plan), {"source": "controller", "src": "", "hub_repo": ""})
+    assert "model_source controller needs model_src" in str(refused.value)
+    assert phase_model.settings(FakeNode("h", plan), {"source": "controller", "src": "/m", "hub_repo": ""}) == {
+        "apply": None, "record": None}
+    # Each node's check as the role registered it: the head holds the model, the worker does not.
+    checks = {"h": {"model_node": {"complete": True, "extra": []}}, "w": {"model_node": {"complete": False, "extra": []}}}
+    done = phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
+    assert done["record"] is None and [t["host"] for t in done["result"]["transfers"]] == ["w"]
+    assert done["result"]["transfers"][0]["seeder"] == "h"
+    checks["w"]["model_node"]["extra"] = ["stray.bin"]
+    with pytest.raises(Refused) as refused:
+        phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
+    assert str(refused.value).startswith("the model cannot be put on every node:\n- w: 1 file(s)")
+    # The hub's command runs on the node, with its environment file; not in --check.
+    node = FakeNode("h", plan, run={"ansible.builtin.command": {"rc": 0, "stdout": ""}})
+    phase_model.hub(node, {"source": "huggingface", "cli": "", "repo": "org/m", "revision": "", "env_file": "/run/e"})
+    assert node.ran[0][1]["argv"][4:] == ["/run/e", "hf", "download", "org/m", "--local-dir", "/models/m"]
+    idle = FakeNode("h", plan, check_mode=True)
+    phase_model.hub(idle, {"source": "modelscope", "cli": "", "repo": "org/m", "revision": "v1", "env_file": "/run/e"})
+    assert idle.ran == []
+    with pytest.raises(Refused) as refused:
+        phase_cann.stage(FakeNode("h", plan), {"packages": [], "work_dir": "/w"})
+    assert str(refused.value) == "h: cann_packages is empty"
+    staged = phase_cann.stage(FakeNode("h", plan), {"packages": [{"remote": "/p/Ascend-cann-toolkit_8.5.0_linux-x.run"}],
+                                                    "work_dir": "/w"})
+    assert staged["result"]["packages"][0]["source"] == "remote"

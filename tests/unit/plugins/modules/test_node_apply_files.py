@@ -115,15 +115,19 @@ def test_check_mode_writes_nothing(run_module, tmp_path):
     assert not (tmp_path / "etc").exists()
 
 
-def test_check_mode_counts_an_account_still_to_create_as_a_change(run_module, tmp_path):
+def test_check_mode_counts_the_account_this_apply_creates_as_a_change(run_module, tmp_path):
     run_module(node_apply.main, spec(tmp_path))
     args = spec(tmp_path)
     args["files"][1]["group"] = "no-such-group-here"
-    done = run_module(node_apply.main, dict(args, _ansible_check_mode=True)).result
+    account = {"user": "no-such-user-here", "group": "no-such-group-here", "home": "/nowhere", "comment": "x"}
+    done = run_module(node_apply.main, dict(args, account=account, _ansible_check_mode=True)).result
     assert done["paths"][args["files"][1]["path"]] == ["group"]
-    failed = run_module(node_apply.main, args)
-    assert failed.failed and failed.result["msg"] == "%s: group no-such-group-here does not exist on this node" % (
-        args["files"][1]["path"])
+    assert done["account"][0] == ["groupadd", "--system", "no-such-group-here"]
+    # Any other group the node lacks is refused, in --check as in a real run.
+    for check_mode in (True, False):
+        failed = run_module(node_apply.main, dict(args, _ansible_check_mode=check_mode))
+        assert failed.failed and failed.result["msg"] == "%s: group no-such-group-here does not exist on this node" % (
+            args["files"][1]["path"])
 
 
 def test_a_link_in_the_file_s_place_is_replaced(run_module, tmp_path):

@@ -11,6 +11,7 @@ import pwd
 import pytest
 
 from ansible.module_utils import basic
+from ansible_collections.ascend.inference.plugins.module_utils import service_account
 from ansible_collections.ascend.inference.plugins.modules import system_account
 
 COMMENT = "ascend.inference services"
@@ -46,8 +47,8 @@ def accounts(monkeypatch):
                                      "home": opts["--home-dir"], "shell": opts["--shell"]}
         return 0, "", ""
 
-    monkeypatch.setattr(system_account.pwd, "getpwnam", getpwnam)
-    monkeypatch.setattr(system_account.grp, "getgrnam", getgrnam)
+    monkeypatch.setattr(service_account.pwd, "getpwnam", getpwnam)
+    monkeypatch.setattr(service_account.grp, "getgrnam", getgrnam)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/usr/sbin/" + name)
     return db
