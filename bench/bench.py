@@ -168,28 +168,51 @@ class Nodes:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
-class Run:
-    """A finished command: wall seconds, CPU seconds of its process tree on this machine, output."""
+# The CPU time of every podman container on this machine, by cgroup: v1's cpuacct (nanoseconds), v2's cpu.stat.
+NODE_CPU = (("/sys/fs/cgroup/cpuacct/libpod_parent/cpuacct.usage", 1e-9, None),
+            ("/sys/fs/cgroup/libpod_parent/cpu.stat", 1e-6, "usage_usec"))
 
-    def __init__(self, seconds, cpu, output):
-        self.seconds, self.cpu, self.output = seconds, cpu, output
+
+def nodes_cpu():
+    """CPU seconds the nodes (every podman container here) used so far, or None where the cgroup cannot tell."""
+    for path, unit, key in NODE_CPU:
+        try:
+            with open(path) as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        if key is None:
+            return int(text.strip()) * unit
+        fields = dict(line.split() for line in text.splitlines() if line.strip())
+        return int(fields[key]) * unit
+    return None
+
+
+class Run:
+    """A finished command: wall seconds, CPU seconds of its process tree on this machine and of the nodes, output."""
+
+    def __init__(self, seconds, cpu, output, node_cpu=None):
+        self.seconds, self.cpu, self.output, self.node_cpu = seconds, cpu, output, node_cpu
 
 
 def timed(argv, logfile, env=None, cwd=REPO):
     """Run argv with its output in logfile; fail with the log's end if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    nodes_before = nodes_cpu()
     start = time.monotonic()
     with open(logfile, "w") as out:
         result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, check=False)
     seconds = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    nodes_after = nodes_cpu()
+    node_cpu = nodes_after - nodes_before if None not in (nodes_before, nodes_after) else None
     with open(logfile) as out:
         output = out.read()
     if result.returncode:
         raise RuntimeError("%s failed (exit %d), see %s:\n%s"
                            % (" ".join(argv[:2]), result.returncode, logfile, output[-3000:]))
-    return Run(seconds, cpu, output)
+    return Run(seconds, cpu, output, node_cpu)
 
 
 def plan_for(count, workdir, key):
@@ -254,7 +277,7 @@ def deploy_twice(count, rep, inv, image, public_key, env, workdir, results, suff
             done = timed([ansible("ansible-playbook"), "playbooks/deploy.yml", "-i", inv], logfile, env=env)
             changed = report.changed_tasks(done.output)
             results.add(count, kind, done.seconds, cpu=done.cpu, changed=changed,
-                        tasks=report.tasks_per_node(done.output))
+                        tasks=report.tasks_per_node(done.output), node_cpu=done.node_cpu)
             if kind.startswith("noop") and changed:
                 raise RuntimeError("the second deploy changed %s (see %s)" % (changed, os.path.basename(logfile)))
 
@@ -272,7 +295,7 @@ def measure(args, image, count, workdir, results):
         with Nodes(image, count, public_key):
             log("N=%d rep %d: baseline" % (count, rep))
             done = timed(["bash", baseline, control_dir()], os.path.join(workdir, "baseline-%d-%d.log" % (count, rep)))
-            results.add(count, "baseline", done.seconds, cpu=done.cpu)
+            results.add(count, "baseline", done.seconds, cpu=done.cpu, node_cpu=done.node_cpu)
         deploy_twice(count, rep, inv, image, public_key, env, workdir, results)
         if args.mitogen:
             deploy_twice(count, rep, inv, image, public_key, mitogen_env(env), workdir, results, "_mitogen")

@@ -194,6 +194,13 @@ def targets(samples, cpu=None, tasks=None):
     return rows
 
 
+def _floor(cpu, node_cpu, kind, cpus):
+    def text(size):
+        both = [median(cpu, kind, size), median(node_cpu, kind, size)]
+        return "-" if None in both else "%.1f" % (sum(both) / cpus)
+    return text
+
+
 def _table(sizes, columns, left=()):
     """A markdown table with a row per node count; columns: [(title, cell(size))], right-aligned
     but for the titles in left."""
@@ -204,9 +211,10 @@ def _table(sizes, columns, left=()):
     return lines
 
 
-def markdown(meta, samples, cpu=None, tasks=None):
-    """results.md. cpu and tasks (CPU seconds, tasks per node) as samples: {kind: {size: [value]}};
-    what was not measured (older results.json files, runs without --mitogen) is left out."""
+def markdown(meta, samples, cpu=None, tasks=None, node_cpu=None):
+    """results.md. cpu, tasks and node_cpu (the controller's CPU seconds, tasks per node, the nodes' CPU seconds) as
+    samples: {kind: {size: [value]}}; what was not measured (older results.json files, runs without --mitogen) is
+    left out."""
     lines = ["# Deploy benchmark", "",
              "%s, commit %s, %d CPUs, %d repetitions, %d simulated NPUs per node, image %s."
              % (meta["date"], meta["commit"], meta["cpus"], meta["reps"], meta["npus_per_node"], meta["image"]),
@@ -260,6 +268,14 @@ def markdown(meta, samples, cpu=None, tasks=None):
         lines += ["", "CPU seconds used on this machine by the command and its children (ssh, ansible-playbook",
                   "and its workers; not the nodes' own processes), medians:", ""]
         lines += _table(sizes, [(title, fixed(cpu, kind, 1)) for kind, title in [("baseline", "baseline")] + kinds])
+    if node_cpu:
+        lines += ["", "CPU seconds the nodes themselves used meanwhile (every podman container on this machine, by its",
+                  "cgroup: Ray, the engine double, the modules and the hardware doubles Ansible runs there), medians; the",
+                  "nodes and the controller share this machine's %d CPUs, so (controller + nodes) / CPUs is a floor of the"
+                  % meta["cpus"], "wall time:", ""]
+        both = [(kind, title) for kind, title in [("baseline", "baseline")] + kinds if node_cpu.get(kind)]
+        lines += _table(sizes, [("%s, nodes" % title, fixed(node_cpu, kind, 1)) for kind, title in both]
+                        + [("%s, floor (s)" % title, _floor(cpu, node_cpu, kind, meta["cpus"])) for kind, title in both])
     per_node = [("%s CPU (s/node)" % title, fixed(cpu, kind, 2, per_node=True)) for kind, title in kinds
                 if (cpu or {}).get(kind)]
     counted = [("%s tasks/node" % title, fixed(tasks, kind, 1)) for kind, title in kinds if (tasks or {}).get(kind)]
@@ -424,7 +440,7 @@ class Results:
 
     def __init__(self, out, meta):
         self.out, self.meta = out, meta
-        self.samples, self.cpu, self.changed, self.tasks = {}, {}, {}, {}
+        self.samples, self.cpu, self.changed, self.tasks, self.node_cpu = {}, {}, {}, {}, {}
 
     @classmethod
     def load(cls, out):
@@ -433,27 +449,32 @@ class Results:
         results = cls(out, data["meta"])
         results.samples, results.cpu = data["seconds"], data.get("cpu_seconds", {})
         results.changed, results.tasks = data.get("changed", {}), data.get("tasks_per_node", {})
+        results.node_cpu = data.get("node_cpu_seconds", {})
         return results
 
-    def add(self, size, kind, seconds, cpu, changed=None, tasks=None):
-        """One run: wall and CPU seconds, {host: changed} and tasks per node from its PLAY RECAP."""
+    def add(self, size, kind, seconds, cpu, changed=None, tasks=None, node_cpu=None):
+        """One run: wall and CPU seconds, {host: changed} and tasks per node from its PLAY RECAP, the nodes' CPU
+        seconds."""
         self.samples.setdefault(kind, {}).setdefault(str(size), []).append(round(seconds, 2))
         self.cpu.setdefault(kind, {}).setdefault(str(size), []).append(round(cpu, 2))
         if changed is not None:
             self.changed.setdefault(kind, {}).setdefault(str(size), []).append(changed)
         if tasks is not None:
             self.tasks.setdefault(kind, {}).setdefault(str(size), []).append(round(tasks, 2))
+        if node_cpu is not None:
+            self.node_cpu.setdefault(kind, {}).setdefault(str(size), []).append(round(node_cpu, 2))
 
     def save(self):
         with open(os.path.join(self.out, "results.json"), "w") as handle:
             json.dump({"meta": self.meta, "seconds": self.samples, "cpu_seconds": self.cpu, "changed": self.changed,
-                       "tasks_per_node": self.tasks, "ratios": ratios(self.samples)}, handle, indent=2, sort_keys=True)
+                       "tasks_per_node": self.tasks, "node_cpu_seconds": self.node_cpu, "ratios": ratios(self.samples)},
+                      handle, indent=2, sort_keys=True)
         self.write_report()
 
     def write_report(self):
         """results.md and results.svg from the samples."""
         with open(os.path.join(self.out, "results.md"), "w") as handle:
-            handle.write(markdown(self.meta, self.samples, self.cpu, self.tasks))
+            handle.write(markdown(self.meta, self.samples, self.cpu, self.tasks, self.node_cpu))
         with open(os.path.join(self.out, "results.svg"), "w") as handle:
             handle.write(chart_svg(self.samples))
 

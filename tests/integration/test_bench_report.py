@@ -432,3 +432,15 @@ def test_projection_to_128_nodes_from_the_medians():
     assert "| 8 | 192 s | 55 s | 40 s |" in table
     # Without task counts (older results.json files) there is nothing to project from.
     assert report.projection(samples, cpu, None) is None and "Projection" not in report.markdown(META, samples, cpu)
+
+
+def test_the_nodes_cpu_and_the_floor_it_sets():
+    samples = {"baseline": {"4": three(12)}, "deploy": {"4": three(28)}, "noop": {"4": three(16)}}
+    cpu = {"baseline": {"4": three(0.4)}, "deploy": {"4": three(9)}, "noop": {"4": three(8)}}
+    node_cpu = {"baseline": {"4": three(10)}, "deploy": {"4": three(30)}, "noop": {"4": three(20)}}
+    table = report.markdown(META, samples, cpu, None, node_cpu)
+    assert "| nodes | baseline, nodes | deploy, nodes | no-op deploy, nodes | baseline, floor (s) | deploy, floor (s) " \
+        "| no-op deploy, floor (s) |" in table
+    # (controller + nodes) / 2 CPUs: (9 + 30) / 2 for the deploy, (8 + 20) / 2 for the no-op.
+    assert "| 4 | 10.0 | 30.0 | 20.0 | 5.2 | 19.5 | 14.0 |" in table
+    assert "nodes, floor" not in report.markdown(META, samples, cpu)
