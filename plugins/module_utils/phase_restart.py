@@ -15,13 +15,14 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_runt
 def _restart(node, name, wait=None):
     plan = node.plan
     if runtime.mode(plan) == "host":
-        # Enabled or not, as it is (a unit teardown.yml disabled stays so).
+        # Started without being enabled (enabled false leaves a started unit's boot setting as it is): a unit
+        # teardown.yml disabled stays disabled.
         return {"units": [{"name": plan["cluster"]["units"][name], "state": "started", "restart": True,
-                           "enabled": None, "wait_for": wait}]}
+                           "enabled": False, "wait_for": wait}]}
     program = (node.applied("image") or {}).get("program")
     command = runtime.restart_in_container(plan, {"program": program}, name, always=True)
     command["wait_for"] = wait
-    return {"units": [{"name": plan["cluster"]["runtime"]["unit"], "state": "started", "enabled": None}],
+    return {"units": [{"name": plan["cluster"]["runtime"]["unit"], "state": "started", "enabled": False}],
             "commands": [command]}
 
 

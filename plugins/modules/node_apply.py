@@ -208,7 +208,8 @@ options:
         type: str
         choices: [started, stopped, absent]
       enabled:
-        description: Enabled at boot (with V(started)), or left enabled (with V(stopped)).
+        description: With V(started), enable it at boot (V(false) leaves its boot setting as it is); with
+          V(stopped), leave it enabled (V(false) disables it).
         type: bool
         default: true
       restart:

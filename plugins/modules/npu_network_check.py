@@ -21,8 +21,8 @@ description:
     addresses over HCCS (C(-hccs_ping -g address X)), from a local device.
   - Reports every failure (device, check, expected, found); it never fails on them itself, so that
     a play can gather all nodes' failures into one report.
-  - Up to 8 devices are asked at once (each device's queries in order): a node has 8 or 16 NPUs and each query is one
-    C(hccn_tool) run. The pings, which leave from one device, go one after the other.
+  - Up to 8 devices are asked at once, each device's queries in order, as a node has 8 or 16 NPUs and each query is
+    one C(hccn_tool) run. The pings, which leave from one device, go one after the other.
   - Read-only; runs the same in check mode.
 author:
   - ascend.inference contributors (@ascend-inference)
@@ -110,8 +110,8 @@ failures:
 """
 
 import os
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
+import shlex
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERIES, TLS, VNIC, judge, judge_ping, parse
@@ -119,26 +119,45 @@ from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERI
 
 # NPUs asked at once: hccn_tool answers one device per call, and a node has 8 or 16 of them.
 PARALLEL = 8
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}  # the answers are parsed in English
 
 
-def call(argv):
-    """(rc, stdout and stderr) of ARGV, run with subprocess: safe in a thread, unlike run_command, which changes the
-    process's environment around each run."""
+def ask_script(tool, devices, queries, workdir):
+    """A shell script asking DEVICES their QUERIES: PARALLEL devices at a time, each device's queries in order,
+    each answer and exit code in a file of WORKDIR. One shell rather than Python threads: run_command passes a
+    preexec_fn, which Python documents as unsafe in a process with threads."""
+    lines = ['ask() { out=$1; shift; "$@" >"$out" 2>&1; echo $? >"$out.rc"; }']
+    for index, device in enumerate(devices):
+        asks = ("ask %s %s -i %d -%s -g" % (shlex.quote(os.path.join(workdir, "%d-%s" % (device, query))),
+                                            shlex.quote(tool), device, query) for query in queries)
+        steps = "; ".join(asks)
+        lines.append("( %s ) &" % steps)
+        if (index + 1) % PARALLEL == 0:
+            lines.append("wait")
+    lines.append("wait")
+    return "\n".join(lines)
+
+
+def answer(workdir, device, query, shell_output):
+    """{rc, output, value} of one query from its files; a query the shell never ran gets the shell's own output."""
+    path = os.path.join(workdir, "%d-%s" % (device, query))
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                              check=False, env=dict(os.environ, LANG="C", LC_ALL="C", LC_MESSAGES="C"))
-    except OSError as error:
-        return 127, str(error)
-    return done.returncode, (done.stdout or "") + (done.stderr or "")
+        with open(path + ".rc") as handle:
+            rc = int(handle.read().strip())
+        with open(path, errors="replace") as handle:
+            output = handle.read()
+    except (IOError, OSError, ValueError):
+        return {"rc": 127, "output": shell_output or "not run", "value": None}
+    return {"rc": rc, "output": output, "value": parse(query, output) if rc == 0 else None}
 
 
-def ask(tool, device, queries):
-    """One device's answers, {query: {rc, output, value}}: its queries in order (each device in a thread of its own)."""
-    answers = {}
-    for query in queries:
-        rc, output = call([tool, "-i", str(device), "-" + query, "-g"])
-        answers[query] = {"rc": rc, "output": output, "value": parse(query, output) if rc == 0 else None}
-    return answers
+def ask_all(module, tool, devices, queries):
+    """{device: {query: {rc, output, value}}}, from one run of ask_script."""
+    with tempfile.TemporaryDirectory(prefix="hccn-") as workdir:
+        dummy, out, err = module.run_command(["/bin/sh", "-c", ask_script(tool, devices, queries, workdir)],
+                                             environ_update=C_LOCALE)
+        return dict((device, dict((query, answer(workdir, device, query, out + err)) for query in queries))
+                    for device in devices)
 
 
 def main():
@@ -166,9 +185,9 @@ def main():
     devices = module.params["devices"]
     queries = QUERIES + ((TLS,) if module.params["tls"] else ()) + ((VNIC,) if module.params["vnic"] else ())
     program = tool if os.sep in tool else module.get_bin_path(tool)
-    with ThreadPoolExecutor(max_workers=max(1, min(PARALLEL, len(devices)))) as pool:
-        found = list(pool.map(lambda device: ask(program, device, queries), devices))
-    for device, answers in zip(devices, found):
+    found = ask_all(module, program, devices, queries) if devices else {}
+    for device in devices:
+        answers = found[device]
         npus[str(device)] = {q: a["value"] for q, a in answers.items()}
         failures.extend(judge(device, dict((q, a) for q, a in answers.items() if q != TLS)))
     conf_present = os.path.isfile(module.params["hccn_conf"])
@@ -177,8 +196,9 @@ def main():
                          "found": "missing"})
     # One after the other: they leave from one device, which no capture shows answering two pings at once.
     for target in module.params["ping_targets"]:
-        rc, output = call([program, "-i", str(target["device"]), "-" + target["kind"], "-g", "address",
-                           target["address"]])
+        rc, out, err = module.run_command([program, "-i", str(target["device"]), "-" + target["kind"], "-g", "address",
+                                           target["address"]], environ_update=C_LOCALE)
+        output = out + err
         failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output, target["kind"]))
     module.exit_json(changed=False, npus=npus, hccn_conf_present=conf_present, failures=failures)
 

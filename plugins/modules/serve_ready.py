@@ -149,7 +149,7 @@ def main():
             log_argv=dict(type="list", elements="str"),
             model=dict(type="str"),
             smoke_prompt=dict(type="str"),
-            smoke_max_tokens=dict(type="int", default=120),
+            smoke_max_tokens=dict(type="int", default=120, no_log=False),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="int", required=True),
             interval=dict(type="int", default=2),

@@ -201,10 +201,10 @@ def test_the_service_account_is_told_what_it_cannot_read(run_module, tmp_path):
     info = closed.stat()
     # nobody is an account the collection did not create: named as such, with the rest.
     assert service["problems"][0].startswith("ascend_service_user nobody is an existing account on host this node")
-    assert service["problems"][1:] == ["ascend_service_user cannot read the model %s: %s is %s (uid %d, gid %d); make it "
-                                   "readable for the account (for CANN: install it with --install-for-all), or "
-                                   "set ascend_service_user: root"
-                                   % (model, closed, stat.filemode(info.st_mode), info.st_uid, info.st_gid)]
+    unreadable = ("ascend_service_user cannot read the model %s: %s is %s (uid %d, gid %d); make it readable for the "
+                  "account (for CANN: install it with --install-for-all), or set ascend_service_user: root"
+                  % (model, closed, stat.filemode(info.st_mode), info.st_uid, info.st_gid))
+    assert service["problems"][1:] == [unreadable]
     as_root = run_module(main, {"npu_smi": fake_npu_smi(tmp_path, "exit 0"), "ascend_home": str(tmp_path / "none"),
                                 "model": str(model)})
     assert as_root.result["service"] == {"user": "root", "device_group": None, "problems": []}
