@@ -12,7 +12,7 @@ demo-down:
 test:
 	tests/run.sh
 
-# The README's variable tables, from the roles' argument specs.
+# The variable tables of docs/, from the roles' argument specs.
 docs:
 	.venv/bin/python tools/role_docs.py
 

@@ -118,6 +118,9 @@ stage_lint() {
   (cd "$dir" && PATH="$venv/bin:$PATH" \
     antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .) || status=1
   (cd "$repo" && "$venv/bin/antsibull-changelog" lint) || status=1
+  # The README's and docs/' relative links, then the docsite (warnings are errors).
+  "$venv/bin/python" "$repo/tools/check_links.py" || status=1
+  PATH="$venv/bin:$PATH" "$repo/tools/docsite.sh" || status=1
   return $status
 }
 

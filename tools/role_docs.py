@@ -1,11 +1,11 @@
-"""The README's variable tables, rendered from the roles' argument specs (their one source).
+"""The variable tables of docs/, rendered from the roles' argument specs (their one source).
 
-    python3 tools/role_docs.py          rewrite the generated parts of README.md
-    python3 tools/role_docs.py --check  exit 1, with a diff, when README.md is not what the specs give
+    python3 tools/role_docs.py          rewrite the generated parts of the pages
+    python3 tools/role_docs.py --check  exit 1, with a diff, when a page is not what the specs give
 
 Each generated part sits between `<!-- BEGIN <name> -->` and `<!-- END <name> -->`:
-`cluster-variables` (the plan role's `ascend_*` options, set in group_vars) and
-`role-variables` (every other option of every role entry point).
+`cluster-variables` in docs/layouts.md (the plan role's `ascend_*` options, set in group_vars) and
+`role-variables` in docs/variables.md (every other option of every role entry point).
 """
 
 import argparse
@@ -34,7 +34,7 @@ def markdown(text):
     for pattern, replacement in MARKUP:
         text = pattern.sub(replacement, text)
     if LEFT_OVER.search(text):
-        # Markup this converter does not know (or nested markup) would reach the README as it is.
+        # Markup this converter does not know (or nested markup) would reach the pages as it is.
         raise SystemExit("tools/role_docs.py cannot render this markup: %r" % text)
     return text
 
@@ -103,11 +103,11 @@ def role_variables(specs):
         options = main.get("options") or {}
         if role == "plan":
             options = {name: spec for name, spec in options.items() if not name.startswith("ascend_")}
-        lines += ["", "### `%s`" % role, "", markdown(main.get("short_description", "")).rstrip(".") + "."]
+        lines += ["", "## `%s`" % role, "", markdown(main.get("short_description", "")).rstrip(".") + "."]
         if options:
             lines += [""] + table(options, list(options))
         elif role == "plan":
-            lines += ["", "Its variables are the cluster variables (see Inventory)."]
+            lines += ["", "Its variables are the cluster variables ([Inventory and layouts](layouts.md))."]
         else:
             lines += ["", "No variables of its own."]
         for entry, spec in entries.items():
@@ -125,35 +125,43 @@ def role_variables(specs):
     return "\n".join(lines[1:])
 
 
-def render(readme, specs):
-    for name, body in (("cluster-variables", cluster_variables(specs)), ("role-variables", role_variables(specs))):
-        begin, end = MARKER % ("BEGIN", name), MARKER % ("END", name)
-        pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
-        if not pattern.search(readme):
-            raise SystemExit("README.md has no %r ... %r part" % (begin, end))
-        readme = pattern.sub(lambda _: "%s\n%s\n%s" % (begin, body, end), readme)
-    return readme
+# Which page holds which generated part.
+PAGES = (("docs/layouts.md", "cluster-variables", cluster_variables),
+         ("docs/variables.md", "role-variables", role_variables))
+
+
+def render(page, name, body):
+    begin, end = MARKER % ("BEGIN", name), MARKER % ("END", name)
+    pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
+    if not pattern.search(page):
+        raise SystemExit("the page has no %r ... %r part" % (begin, end))
+    return pattern.sub(lambda _: "%s\n%s\n%s" % (begin, body, end), page)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report whether README.md is up to date")
+    parser.add_argument("--check", action="store_true", help="only report whether the pages are up to date")
     parser.add_argument("--repo", default=REPO)
     args = parser.parse_args(argv)
-    path = os.path.join(args.repo, "README.md")
-    with open(path) as handle:
-        current = handle.read()
-    wanted = render(current, load_specs(os.path.join(args.repo, "roles")))
-    if current == wanted:
-        return 0
-    if args.check:
-        sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), wanted.splitlines(True),
-                                                   "README.md", "README.md (from the argument specs)"))
-        print("README.md's variable tables differ from the argument specs: run make docs (python3 tools/role_docs.py)", file=sys.stderr)
-        return 1
-    with open(path, "w") as handle:
-        handle.write(wanted)
-    return 0
+    specs = load_specs(os.path.join(args.repo, "roles"))
+    status = 0
+    for relative, name, render_part in PAGES:
+        path = os.path.join(args.repo, relative)
+        with open(path) as handle:
+            current = handle.read()
+        wanted = render(current, name, render_part(specs))
+        if current == wanted:
+            continue
+        if args.check:
+            sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), wanted.splitlines(True),
+                                                       relative, relative + " (from the argument specs)"))
+            print("%s's variable tables differ from the argument specs: run make docs (python3 tools/role_docs.py)"
+                  % relative, file=sys.stderr)
+            status = 1
+            continue
+        with open(path, "w") as handle:
+            handle.write(wanted)
+    return status
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ started inside each container and ``vllm serve`` inside the head's. Here a syste
 container; its main process is the collection's supervisor (roles/engine_container/files), which
 starts Ray and serve from process specs and restarts them on failure.
 
-Device numbering (README "NPU families and device numbering"): a container given some
+Device numbering (docs/npu-families.md): a container given some
 ``/dev/davinciN`` sees them under their host numbers, and the runtime numbers the logic IDs it
 exposes from 0 over the devices the container was given (CANN ``aclrtGetLogicDevIdByPhyDevId``:
 logic ID 1 in a container maps to physical ID 6 in its example). So the container gets the plan's

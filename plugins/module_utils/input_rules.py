@@ -27,7 +27,7 @@ HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 # its worker processes' ports (--min-worker-port 10002 --max-worker-port 19999).
 RAY_FIXED_PORTS = {8265: "Ray's dashboard", 10001: "Ray's client server", 52365: "Ray's dashboard agent"}
 RAY_WORKER_PORTS = (10002, 19999)
-# Environment variables whose values are secrets (README: "Secrets"): never in the
+# Environment variables whose values are secrets (docs/security.md: "Secrets"): never in the
 # plan, a command line, a 0644 file or Ansible's output; written to a 0600 file.
 SECRET_ENV_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 SECRET_ENV_SUFFIXES = tuple("_" + word for word in SECRET_ENV_WORDS)

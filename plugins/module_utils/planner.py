@@ -70,7 +70,7 @@ LAYOUT_OPTIONS = {
     "master_port": "multi-node model parallelism runs through Ray here (ascend_launcher: ray)",
 }
 
-# The one list of options refused on every vLLM release (README: "What the planner refuses").
+# The one list of options refused on every vLLM release (docs/failures.md: "What the planner refuses").
 REFUSED_OPTIONS = sorted(set(OWNED_OPTIONS) | set(LAYOUT_OPTIONS))
 
 # Options that belong to the API server: given to the node that serves the API

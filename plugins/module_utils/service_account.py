@@ -31,7 +31,7 @@ HOME = "/var/lib/" + STATE_DIRECTORY
 MANAGEMENT_DEVICES = ("davinci_manager", "devmm_svm", "hisi_hdc")
 
 # systemd sandboxing that leaves the NPU devices, the model, the caches and the network alone.
-# Left out on purpose (README, "Service account"): PrivateDevices, DevicePolicy/DeviceAllow and
+# Left out on purpose (docs/security.md, "The service account"): PrivateDevices, DevicePolicy/DeviceAllow and
 # ProtectClock (a device allow-list would shut out /dev/davinci*), ProtectHome (models and caches
 # often live under /home or /root), MemoryDenyWriteExecute (the engines' JIT compilers),
 # ProtectKernelTunables (the NPU runtime's use of /sys is not documented).

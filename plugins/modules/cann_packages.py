@@ -21,7 +21,7 @@ description:
     C(ascend_toolkit_install.info) when that version is installed, else from the package (extracted with
     C(--noexec --extract) into a temporary directory, searched for an install or version file that holds
     the list). A package without such a list falls back to a table of the driver each CANN release was
-    published with (the README gives the table and its source)."
+    published with (docs/cann.md gives the table and its source)."
   - "A different CANN version in use is a problem unless O(allow_version_change) is set: upgrades and
     downgrades happen on request only."
   - Reads only; the problems are returned, never raised, so the caller can name every node's at once.

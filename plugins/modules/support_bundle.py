@@ -17,7 +17,7 @@ description:
     C(info -t phyid-remap -p N) per C(/dev/davinciN), C(hccn_tool -i N -<query> -g) per device for link,
     net_health, lldp, netdetect, gateway, ip, tls and vnic, C(ip -j addr show), C(uname -m), and per unit
     C(systemctl show) and the last journal lines - and reads the CANN, driver and NPU network files.
-  - Returns them as one bundle (format 1, see the README) that C(tests/sim/replay.sh) replays on a
+  - Returns them as one bundle (format 1, see docs/support-bundle.md) that C(tests/sim/replay.sh) replays on a
     simulated node. A command that fails is recorded with its exit status, never a module failure.
   - "No secrets: C(serve.env), the Ray token and C(auth_token) files are never read, and values of
     secret-looking names (C(*_KEY), C(*_TOKEN), C(*_SECRET), C(*_PASSWORD)), C(--api-key)-like options and

@@ -78,7 +78,7 @@ def test_the_check_sees_a_disagreement():
 
 @pytest.mark.parametrize("role", ROLES)
 def test_entry_points_mean_what_main_means(role):
-    """An option another entry point shares with main has main's type and default (the README lists it once)."""
+    """An option another entry point shares with main has main's type and default (docs/variables.md lists it once)."""
     specs = load(role, "meta", "argument_specs.yml")["argument_specs"]
     main = specs["main"].get("options") or {}
     problems = ["%s %s: %s %r, main %r" % (entry, name, key, option.get(key), main[name].get(key))
@@ -93,27 +93,29 @@ def role_docs(*args):
                           capture_output=True, text=True, check=False)
 
 
-def test_readme_variable_tables_are_rendered_from_the_specs():
+def test_the_variable_tables_of_docs_are_rendered_from_the_specs():
     proc = role_docs("--check")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def copy_with_serve_spec(tmp_path, old, new):
-    """The README and every role's specs in tmp_path, with one edit in the serve role's spec."""
-    shutil.copy(os.path.join(REPO, "README.md"), tmp_path)
+    """The rendered pages and every role's specs in tmp_path, with one edit in the serve role's spec."""
+    (tmp_path / "docs").mkdir()
+    for page in ("layouts.md", "variables.md"):
+        shutil.copy(os.path.join(REPO, "docs", page), tmp_path / "docs")
     for role in ROLES:
         shutil.copytree(os.path.join(REPO, "roles", role, "meta"), tmp_path / "roles" / role / "meta")
     spec = tmp_path / "roles" / "serve" / "meta" / "argument_specs.yml"
     spec.write_text(spec.read_text().replace(old, new, 1))
 
 
-def test_a_spec_change_not_rendered_into_the_readme_is_caught(tmp_path):
+def test_a_spec_change_not_rendered_into_the_pages_is_caught(tmp_path):
     copy_with_serve_spec(tmp_path, "default: 1800", "default: 2400")
     proc = role_docs("--check", "--repo", str(tmp_path))
     assert proc.returncode == 1
     assert "+| `serve_ready_timeout` | int | `2400` |" in proc.stdout, proc.stdout
     assert "run make docs" in proc.stderr
-    # Without --check it rewrites the README, after which the check passes.
+    # Without --check it rewrites the page, after which the check passes.
     assert role_docs("--repo", str(tmp_path)).returncode == 0
     assert role_docs("--check", "--repo", str(tmp_path)).returncode == 0
 

@@ -18,7 +18,7 @@ def test_teardown_stops_everything_and_keeps_the_units():
         host = node(name)
         for unit in units[name]:
             assert host.run("systemctl is-active %s" % unit).stdout.strip() == "inactive", (name, unit)
-            # Units stay (README): disabled, not deleted (a deleted unit answers with no state at all).
+            # Units stay (docs/operations.md): disabled, not deleted (a deleted unit answers with no state at all).
             assert host.run("systemctl is-enabled %s" % unit).stdout.strip() == "disabled", (name, unit)
             assert host.file("/etc/systemd/system/" + unit).exists
         # [x]: the pattern must not match the shell that runs pgrep.

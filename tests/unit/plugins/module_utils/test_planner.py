@@ -819,7 +819,7 @@ def test_vllm_ascend_release_candidates_run_on_the_final_vllm(version, vllm):
     assert plan(engine="vllm-ascend", engine_version=version)["cluster"]["vllm_version"] == vllm
 
 
-# Secrets (README: "Secrets"): the plan role passes secret variables by name and problems only.
+# Secrets (docs/security.md: "Secrets"): the plan role passes secret variables by name and problems only.
 def test_secret_variables_stay_out_of_every_nodes_env_and_are_listed_by_name():
     summary = input_rules.secret_env_summary({"HF_TOKEN": "hf_abc", "db_password": "pw", "LOG": "1"})
     assert summary == {"HF_TOKEN": [], "db_password": []}
