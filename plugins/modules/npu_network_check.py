@@ -122,14 +122,19 @@ PARALLEL = 8
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}  # the answers are parsed in English
 
 
+def answer_path(workdir, device, query):
+    """Where ask_script leaves one query's answer (and, beside it with .rc, its exit code)."""
+    return os.path.join(workdir, "%d-%s" % (device, query))
+
+
 def ask_script(tool, devices, queries, workdir):
     """A shell script asking DEVICES their QUERIES: PARALLEL devices at a time, each device's queries in order,
     each answer and exit code in a file of WORKDIR. One shell rather than Python threads: run_command passes a
     preexec_fn, which Python documents as unsafe in a process with threads."""
     lines = ['ask() { out=$1; shift; "$@" >"$out" 2>&1; echo $? >"$out.rc"; }']
     for index, device in enumerate(devices):
-        asks = ("ask %s %s -i %d -%s -g" % (shlex.quote(os.path.join(workdir, "%d-%s" % (device, query))),
-                                            shlex.quote(tool), device, query) for query in queries)
+        asks = ("ask %s %s -i %d -%s -g" % (shlex.quote(answer_path(workdir, device, query)), shlex.quote(tool),
+                                            device, query) for query in queries)
         steps = "; ".join(asks)
         lines.append("( %s ) &" % steps)
         if (index + 1) % PARALLEL == 0:
@@ -140,7 +145,7 @@ def ask_script(tool, devices, queries, workdir):
 
 def answer(workdir, device, query, shell_output):
     """{rc, output, value} of one query from its files; a query the shell never ran gets the shell's own output."""
-    path = os.path.join(workdir, "%d-%s" % (device, query))
+    path = answer_path(workdir, device, query)
     try:
         with open(path + ".rc") as handle:
             rc = int(handle.read().strip())
