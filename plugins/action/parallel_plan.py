@@ -46,6 +46,9 @@ class ActionModule(ActionBase):
             if "extra_env" not in self._task.args:
                 # ascend_extra_env read here, not given as an argument: its secret values stay out of the task's.
                 params["extra_env"] = self._templar.template(task_vars.get("ascend_extra_env")) or {}
+            if "instances" not in self._task.args:
+                # The same for ascend_instances, whose extra_env may hold secrets too.
+                params["instances"] = self._templar.template(task_vars.get("ascend_instances"))
         # Secret variables reach the planner by name only, with what is wrong with their values.
         public, secret = input_rules.split_env(params["extra_env"])
         params["extra_env"] = public

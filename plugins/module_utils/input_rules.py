@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import math
 import re
 
@@ -144,9 +145,20 @@ def ray_ports(ports, ray_port):
 
 
 def finite_numbers(variable, value):
-    """NaN and infinity have no JSON form (json.dumps writes NaN, which vLLM's parser refuses)."""
-    bad = [n for n in _leaves(value) if isinstance(n, float) and (math.isnan(n) or math.isinf(n))]
-    return ["%s holds %r: give a finite number" % (variable, bad[0])] if bad else []
+    """Values with no JSON form, named: NaN and infinity (json.dumps writes NaN, which vLLM's parser refuses), and
+    what YAML reads as a date, a time or binary data (ansible-core 2.19 hands over a tagged date no encoder takes)."""
+    for leaf in _leaves(value):
+        if isinstance(leaf, float) and (math.isnan(leaf) or math.isinf(leaf)):
+            return ["%s holds %r: give a finite number" % (variable, leaf)]
+        if isinstance(leaf, (datetime.date, datetime.time)):
+            return ["%s holds %s, which YAML read as a %s: quote it to pass the text" % (
+                variable, leaf.isoformat(), "time" if isinstance(leaf, datetime.time) else "date")]
+        if isinstance(leaf, (bytes, bytearray)):
+            return ["%s holds binary data (a !!binary value): give text" % variable]
+        if leaf is not None and not isinstance(leaf, (str, int, float, bool)) and not vaulted(leaf):
+            return ["%s holds a value of type %s, which has no JSON form: give text, a number, true or false"
+                    % (variable, type(leaf).__name__)]
+    return []
 
 
 def non_text_keys(mapping, where):

@@ -12,6 +12,9 @@ DP rank g // (TP x PP), PP stage (g % (TP x PP)) // TP and TP rank g % TP. Under
 TP x DP ranks of one PP stage are split into groups of EP size in the order DP rank x TP + TP rank
 (EP = TP x DP: one group per stage), numbered on across the stages. Which node's NPUs Ray's placement gives which DP rank is Ray's choice;
 the picture shows the plan's order. NPUs a node has beyond its share are shown idle.
+
+A plan of several instances (ascend_instances) is drawn host by host: every NPU the host has, with the instance
+that holds it and that instance's ranks on it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -57,6 +60,39 @@ def npu_labels(plan):
     return nodes
 
 
+def fleet_labels(plan):
+    """npu_labels for a plan of several instances: every host of the cluster in its order, each NPU with the
+    instance that holds it (``instance``, None when free) and that instance's ranks on it."""
+    by_host = {}
+    for name in plan["cluster"]["instance_names"]:
+        for node in npu_labels(plan["instances"][name]):
+            for npu in node["npus"]:
+                by_host.setdefault(node["name"], {})[npu["device"]] = dict(npu, instance=name,
+                                                                          role=node["role"], ip=node["ip"])
+    nodes = []
+    for host in plan["cluster"]["node_order"]:
+        held = by_host.get(host, {})
+        npus = []
+        for device in sorted(int(d) for d in plan["allocation"]["npus"][host]):
+            npus.append(held.get(device) or {"device": device, "physical": device, "dp": None, "pp": None,
+                                             "tp": None, "ep": None, "instance": None})
+        heads = sorted(set(n["instance"] for n in held.values() if n["role"] == "head"))
+        ip = next((n["ip"] for n in held.values()), "")
+        nodes.append({"name": host, "role": "head of %s" % ", ".join(heads) if heads else "node", "ip": ip,
+                      "npus": npus})
+    return nodes
+
+
+def _fleet_title(plan):
+    parts = []
+    for name in plan["cluster"]["instance_names"]:
+        cluster = plan["instances"][name]["cluster"]
+        parts.append("%s: %s TP %d x PP %d x DP %d" % (name, cluster["served_model_name"], cluster["tensor_parallel_size"],
+                                                       cluster["pipeline_parallel_size"],
+                                                       cluster["data_parallel_size"]))
+    return "%d instances - %s" % (len(parts), "; ".join(parts))
+
+
 def _title(cluster):
     parts = ["TP %d" % cluster["tensor_parallel_size"], "PP %d" % cluster["pipeline_parallel_size"],
              "DP %d" % cluster["data_parallel_size"]]
@@ -74,10 +110,16 @@ def render_text(plan):
     """The layout as a table per node: one column per NPU, one row per parallel dimension."""
     cluster = plan["cluster"]
     rows = [("DP rank", "dp"), ("PP stage", "pp"), ("TP rank", "tp")]
-    if cluster.get("expert_parallel_size"):
-        rows.append(("EP group", "ep"))
-    lines = [_title(cluster)]
-    for node in npu_labels(plan):
+    if "instances" in plan:
+        rows.insert(0, ("instance", "instance"))
+        if any(p["cluster"].get("expert_parallel_size") for p in plan["instances"].values()):
+            rows.append(("EP group", "ep"))
+        lines, nodes = [_fleet_title(plan)], fleet_labels(plan)
+    else:
+        if cluster.get("expert_parallel_size"):
+            rows.append(("EP group", "ep"))
+        lines, nodes = [_title(cluster)], npu_labels(plan)
+    for node in nodes:
         lines.append("")
         lines.append("%s %s (%s)" % (node["role"], node["name"], node["ip"]))
         table = [["NPU"] + [str(npu["device"]) for npu in node["npus"]]]
@@ -95,9 +137,12 @@ BOX_W, BOX_H, GAP, MARGIN, NODE_HEAD = 116, 78, 8, 16, 28
 
 
 def render_svg(plan):
-    """The layout as an SVG drawing: a row of NPU boxes per node, each labelled with its ranks."""
-    cluster = plan["cluster"]
-    nodes = npu_labels(plan)
+    """The layout as an SVG drawing: a row of NPU boxes per node, each labelled with its ranks (and its instance,
+    coloured by instance, in a plan of several)."""
+    fleet = "instances" in plan
+    nodes = fleet_labels(plan) if fleet else npu_labels(plan)
+    title = _fleet_title(plan) if fleet else _title(plan["cluster"])
+    colours = dict((name, index) for index, name in enumerate(plan["cluster"].get("instance_names") or []))
     widest = max([len(node["npus"]) for node in nodes] + [1])
     width = 2 * MARGIN + widest * (BOX_W + GAP) - GAP
     row_h = NODE_HEAD + BOX_H + GAP * 2
@@ -106,7 +151,7 @@ def render_svg(plan):
            'font-family="monospace" font-size="12">' % (width, height, width, height),
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="%d" y="%d" font-size="14" font-weight="bold">%s</text>'
-           % (MARGIN, MARGIN + 12, escape(_title(cluster)))]
+           % (MARGIN, MARGIN + 12, escape(title))]
     for row, node in enumerate(nodes):
         top = MARGIN + 24 + row * row_h
         out.append('<g class="node" id="node-%s">' % escape(node["name"], {'"': "&quot;"}))
@@ -114,10 +159,13 @@ def render_svg(plan):
                    % (MARGIN, top + 18, escape(node["role"]), escape(node["name"]), escape(node["ip"])))
         for column, npu in enumerate(node["npus"]):
             x, y = MARGIN + column * (BOX_W + GAP), top + NODE_HEAD
-            fill = "#eeeeee" if npu["dp"] is None else PALETTE[npu["dp"] % len(PALETTE)]
+            colour = colours.get(npu.get("instance")) if fleet else npu["dp"]
+            fill = "#eeeeee" if npu["dp"] is None else PALETTE[colour % len(PALETTE)]
             labels = ["NPU %d (davinci%d)" % (npu["device"], npu["physical"])]
+            if fleet and npu.get("instance"):
+                labels.append(npu["instance"])
             if npu["dp"] is None:
-                labels.append("idle")
+                labels.append("idle" if not npu.get("instance") else "held, idle")
             else:
                 labels += ["DP %d  PP %d" % (npu["dp"], npu["pp"]), "TP %d" % npu["tp"]]
                 if npu["ep"] is not None:

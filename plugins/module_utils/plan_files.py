@@ -17,7 +17,23 @@ def node_documents(plan):
     the node's entry with the cluster-wide part under "cluster"; and "layout.svg", the picture of
     the layout (no clash: a host's file always ends in .json)."""
     documents = {"layout.svg": render_svg(plan)}
+    if "instances" in plan:
+        return dict(documents, **fleet_documents(plan))
     for name, node in plan["nodes"].items():
         document = dict(node, cluster=plan["cluster"])
         documents[name + ".json"] = json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
+    return documents
+
+
+def fleet_documents(plan):
+    """For a plan of several instances: each host's entry in every instance it takes part in (with that instance's
+    cluster-wide part), and what is allocated on it."""
+    documents = {}
+    allocation = plan["allocation"]
+    for host in plan["cluster"]["node_order"]:
+        document = {"instances": {}, "ports": allocation["ports"][host], "npus": allocation["npus"][host]}
+        for name, instance in sorted(plan["instances"].items()):
+            if host in instance["nodes"]:
+                document["instances"][name] = dict(instance["nodes"][host], cluster=instance["cluster"])
+        documents[host + ".json"] = json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
     return documents

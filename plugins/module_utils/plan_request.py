@@ -11,6 +11,7 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.ascend.inference.plugins.module_utils.instances import make_fleet_plan
 from ansible_collections.ascend.inference.plugins.module_utils.planner import (
     DEFAULTS,
     ENGINES,
@@ -70,7 +71,16 @@ ARGUMENT_SPEC = dict(
     python_env=dict(type="str", default=DEFAULTS["python_env"]),
     check_nodes=dict(type="bool", default=False),
     nodes=dict(type="list", elements="dict", options=NODE_SPEC),
+    # ascend_instances (the action reads it from the inventory: its extra_env may hold secrets).
+    instances=dict(type="dict"),
+    # Whether the caller can use a plan of several instances (plan.yml); the deploying playbooks cannot yet.
+    instances_allowed=dict(type="bool", default=False),
 )
+
+INSTANCES_NOT_DEPLOYABLE = (
+    "ascend_instances is set: this release plans several instances (playbooks/plan.yml shows every instance's "
+    "NPUs, ports, units and commands) but does not deploy, restart or tear them down yet. Run plan.yml, or remove "
+    "ascend_instances to deploy the single model of the ascend_* variables.")
 
 
 def load_model_config(params):
@@ -95,15 +105,36 @@ def load_model_config(params):
 
 def answer(params):
     """The task's result for validated params: the plan, or failed=True with msg (and errors)."""
+    instances = params.get("instances")
+    if instances is not None and not params.get("instances_allowed"):
+        return dict(failed=True, msg=INSTANCES_NOT_DEPLOYABLE)
     try:
         model_config, model_checks = load_model_config(params)
+        instance_configs = instance_model_configs(instances)
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
-    settings = {k: v for k, v in params.items() if k not in ("nodes", "model_config_path")}
+    settings = {k: v for k, v in params.items()
+                if k not in ("nodes", "model_config_path", "instances", "instances_allowed")}
     settings["model_config"] = model_config
     try:
+        if instances is not None:
+            fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs)
+            return dict(changed=False, instances=fleet["instances"], allocation=fleet["allocation"],
+                        cluster=fleet["cluster"], plan_warnings=fleet["warnings"], model_checks=model_checks)
         plan = make_plan(settings, params["nodes"])
     except PlanError as exc:
         return dict(failed=True, msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)
     return dict(changed=False, cluster=plan["cluster"], nodes=plan["nodes"], plan_warnings=plan["warnings"],
                 model_checks=model_checks)
+
+
+def instance_model_configs(instances):
+    """{instance: config.json} of the instances whose own model is a local directory here (else not checked)."""
+    found = {}
+    for name, settings in sorted((instances or {}).items(), key=lambda item: str(item[0])):
+        if isinstance(settings, dict) and isinstance(settings.get("model"), str):
+            config = os.path.join(settings["model"], "config.json")
+            if os.path.isfile(config):
+                with open(config) as handle:
+                    found[name] = json.load(handle)
+    return found

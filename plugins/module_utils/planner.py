@@ -535,7 +535,8 @@ def _check_capacity(settings, nodes, devices, local, world, check):
     largest = max(len(devices[n["name"]]) for n in nodes)
     if settings["launcher"] == "mp":
         if world > largest:
-            check.fail("TP %d x PP %d = %d NPUs does not fit on one node (largest has %d); cross-node "
+            check.fail("ascend_tensor_parallel_size %d x ascend_pipeline_parallel_size %d = %d NPUs does not fit "
+                       "on one node (largest has %d) under ascend_launcher mp; cross-node "
                        "model parallelism needs ascend_launcher: ray", tp, pp, world, largest)
             return
         for node in nodes:

@@ -201,6 +201,22 @@ options:
         yet) are shown. The preflight role sets it.
     type: bool
     default: false
+  instances:
+    description:
+      - Several model instances on the cluster (C(ascend_instances)), by name; each takes the other options as its
+        defaults and sets its own with the same names (V(engine), V(model), V(served_model_name), V(launcher), the
+        parallel sizes, V(additional_config), V(serve_options), V(extra_env), V(api_port), V(dp_rpc_port),
+        V(ray_port), ...), and its placement - V(hosts) (the first is its head), V(npus_per_host) or V(devices)
+        (host to NPU logic IDs). See C(docs/instances.md).
+      - Omitted - the action plugin reads C(ascend_instances) from the inventory; unset, one model is planned.
+      - The result is then RV(instances) and RV(allocation) instead of RV(nodes).
+    type: dict
+  instances_allowed:
+    description:
+      - Whether the caller takes a plan of several instances; when false and O(instances) is set the task fails
+        saying what this release does with them (C(playbooks/plan.yml) sets it).
+    type: bool
+    default: false
   nodes:
     description:
       - The cluster's nodes, head included, in inventory order.
@@ -489,6 +505,28 @@ cluster:
     expert_parallel_size: null
     ray_nodes_expected: 2
     ray_npus_expected: 4
+instances:
+  description:
+    - With O(instances), each instance's plan by name, shaped as one model's (C(cluster) and C(nodes), as RV(cluster)
+      and RV(nodes) describe them) on the instance's hosts and NPUs; its C(cluster) also holds C(instance) (its
+      name), C(hccl_base_port) (the first of its C(HCCL_IF_BASE_PORT) range) and its own unit and file names
+      (C(ascend-serve-NAME.service), C(serve-NAME.env), ...). RV(cluster) then holds C(instance_names),
+      C(node_order) and C(mooncake_ports) only.
+  returned: with O(instances)
+  type: dict
+allocation:
+  description:
+    - With O(instances), what is allocated on every host - C(ports) (per host, a list of C(port), C(count),
+      C(owner) and C(what), sorted) and C(npus) (per host, NPU logic ID to the instance that holds it, null
+      when free).
+  returned: with O(instances)
+  type: dict
+  sample:
+    ports:
+      node1: [{port: 8000, count: 1, owner: chat, what: api_port},
+              {port: 60000, count: 16, owner: chat, what: HCCL_IF_BASE_PORT}]
+    npus:
+      node1: {"0": chat, "1": chat, "2": embed, "3": null}
 node_problems:
   description: With O(check_nodes), each play host's problems, by inventory name.
   returned: with O(check_nodes)
@@ -496,7 +534,7 @@ node_problems:
   sample: {node2: ["ascend_nic eth9 does not carry ascend_node_ip 192.0.2.12 (found on: eth0)"]}
 nodes:
   description: Per-node results, keyed by inventory name.
-  returned: success
+  returned: success, without O(instances)
   type: dict
   sample:
     node1:

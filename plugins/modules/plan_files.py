@@ -15,7 +15,8 @@ version_added: 0.1.0
 description:
   - Writes C(<path>/<node>.json) for every node of a plan computed by
     M(ascend.inference.parallel_plan), holding the node's commands, environment
-    and devices, with the cluster-wide settings under C(cluster).
+    and devices, with the cluster-wide settings under C(cluster); for a plan of several instances, the node's
+    entry in each instance it takes part in (under C(instances)) and the ports and NPUs allocated on it.
   - One task for the whole cluster, so a plan of hundreds of nodes takes one
     module run; only files whose content differs are rewritten.
   - Also writes C(<path>/layout.svg), a drawing of the layout (every node and NPU with its DP rank, PP stage,
@@ -114,8 +115,9 @@ def main():
         supports_check_mode=True,
     )
     directory, plan = module.params["path"], module.params["plan"]
-    if not isinstance(plan.get("nodes"), dict) or not isinstance(plan.get("cluster"), dict):
-        module.fail_json(msg="plan must be the result of ascend.inference.parallel_plan (with nodes and cluster)")
+    if not isinstance(plan.get("nodes") or plan.get("instances"), dict) or not isinstance(plan.get("cluster"), dict):
+        module.fail_json(msg="plan must be the result of ascend.inference.parallel_plan (with cluster, and nodes or "
+                             "instances)")
     written, diffs, mode_changed = [], [], False
     if not os.path.isdir(directory) and not module.check_mode:
         os.makedirs(directory, 0o755)

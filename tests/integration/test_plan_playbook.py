@@ -80,7 +80,8 @@ def test_invalid_layout_fails_before_writing_anything(run_plan, tmp_path):
     assert proc.returncode != 0
     assert plans == {} and not (tmp_path / "plan").exists()
     output = proc.stdout + proc.stderr
-    assert "TP 8 x PP 1 = 8 NPUs does not fit on one node (largest has 4)" in output
+    assert ("ascend_tensor_parallel_size 8 x ascend_pipeline_parallel_size 1 = 8 NPUs does not fit on one node "
+            "(largest has 4)") in output
     assert "ascend_serve_options.max_num is not an option of `vllm serve`" in output
 
 

@@ -383,8 +383,8 @@ def test_mp_node_local_dp_exceeds_its_devices():
 
 def test_mp_model_parallelism_across_nodes_needs_ray():
     assert errors(launcher="mp", tensor_parallel_size=16) == [
-        "TP 16 x PP 1 = 16 NPUs does not fit on one node (largest has 8); cross-node model parallelism "
-        "needs ascend_launcher: ray"]
+        "ascend_tensor_parallel_size 16 x ascend_pipeline_parallel_size 1 = 16 NPUs does not fit on one node "
+        "(largest has 8) under ascend_launcher mp; cross-node model parallelism needs ascend_launcher: ray"]
 
 
 def test_mp_node_without_dp_rank():

@@ -1,0 +1,114 @@
+"""plan.yml on inventories of several instances (ascend_instances): example 11's plan, picture and host files, the
+deploying playbooks' refusal before any host is touched, and bad instance inventories refused in one message each
+naming the instance, the variable and the host."""
+
+import os
+import subprocess
+
+from conftest import BIN, REPO
+from test_layout_picture import drawn
+
+EXAMPLE = os.path.join(REPO, "inventories", "examples", "11-two-models-router", "hosts")
+
+
+def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tmp_path):
+    proc, plans = run_plan(EXAMPLE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(plans) == ["node1", "node2", "node3"]
+    picture = drawn((tmp_path / "plan" / "layout.svg").read_text())
+    for host, plan in plans.items():
+        # Every NPU of the host is drawn with the instance that holds it; each instance's devices are its own.
+        held = dict((int(npu), name) for npu, name in plan["npus"].items())
+        assert sorted(picture[host]) == sorted(held)
+        for name, entry in plan["instances"].items():
+            for device in entry["visible_devices"]:
+                assert held[device] == name
+                assert picture[host][device][1] == name
+            assert entry["env"]["ASCEND_RT_VISIBLE_DEVICES"] == ",".join(str(d) for d in entry["visible_devices"])
+            assert entry["env"]["HCCL_IF_BASE_PORT"] == str(entry["cluster"]["hccl_base_port"])
+        ports = []
+        for span in plan["ports"]:
+            ports.extend(range(span["port"], span["port"] + span["count"]))
+        assert len(ports) == len(set(ports)), (host, plan["ports"])
+    node1 = plans["node1"]["instances"]
+    assert sorted(node1) == ["coder", "qwen-a"]
+    # The instances that share node1 serve on the ports the plan allocated them, and the summary says so.
+    assert node1["coder"]["serve_argv"][node1["coder"]["serve_argv"].index("--port") + 1] == "8000"
+    assert node1["qwen-a"]["serve_argv"][node1["qwen-a"]["serve_argv"].index("--port") + 1] == "8001"
+    assert "ascend-serve-qwen-a.service" in proc.stdout
+    assert "node1: 8000 coder api_port; 8001 qwen-a api_port; 29550 coder dp_rpc_port" in proc.stdout
+    assert "instance  coder  coder  coder  coder  qwen-a  qwen-a  qwen-a  qwen-a" in proc.stdout
+
+
+def test_deploy_refuses_instances_before_touching_a_host(ansible_env, tmp_path):
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "deploy.yml"), "-i", EXAMPLE],
+                          cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode != 0
+    assert "ascend_instances is set: this release plans several instances" in proc.stdout
+    # The three hosts (192.0.2.0/24, TEST-NET-1) were never connected to.
+    assert "UNREACHABLE" not in proc.stdout and "unreachable=0" in proc.stdout
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+BAD = """
+all:
+  vars:
+    ansible_connection: local
+ascend_cluster:
+  vars:
+    ascend_engine: vllm-ascend
+    ascend_model: /models/m
+    ascend_launcher: mp
+    ascend_instances:
+      chat:
+        hosts: [node1]
+        devices: {node1: [0, 1, 2, 3]}
+        additional_config: {when: 2024-01-01}
+      embed:
+        hosts: [node1, node9]
+        devices: {node1: [3, 4]}
+        api_port: 10001
+        tensor_paralel_size: 2
+  children:
+    ascend_head:
+      hosts:
+        node1: {ansible_host: 192.0.2.11}
+    ascend_workers:
+      hosts:
+        node2: {ansible_host: 192.0.2.12}
+"""
+
+
+def test_bad_instances_are_refused_naming_instance_variable_and_host(run_plan, tmp_path):
+    proc, plans = run_plan(write(tmp_path / "hosts.yml", BAD))
+    assert proc.returncode != 0 and plans == {}
+    output = proc.stdout
+    # The keys first (a typo must not be ignored), and nothing planned on a mapping with an unknown key.
+    assert "ascend_instances.embed.tensor_paralel_size is not an instance setting (did you mean " \
+           "tensor_parallel_size?)" in output
+    fixed = BAD.replace("        tensor_paralel_size: 2\n", "")
+    proc, plans = run_plan(write(tmp_path / "hosts.yml", fixed))
+    output = proc.stdout
+    assert proc.returncode != 0 and plans == {}
+    assert "ascend_instances.embed.hosts names node9, not in group ascend_cluster (node1, node2)" in output
+    assert "instances chat and embed both use NPU 3 on host node1" in output
+    fixed = fixed.replace("[3, 4]", "[4, 5]").replace("[node1, node9]", "[node1]")
+    proc, plans = run_plan(write(tmp_path / "hosts.yml", fixed))
+    output = proc.stdout
+    assert proc.returncode != 0 and plans == {}
+    assert "ascend_instances.embed.api_port 10001 is Ray's client server (reserved on every node)" in output
+    fixed = fixed.replace("api_port: 10001", "api_port: 9000")
+    proc, plans = run_plan(write(tmp_path / "hosts.yml", fixed))
+    assert proc.returncode != 0 and plans == {}
+    # YAML's date, refused by name instead of "Object of type ... is not JSON serializable".
+    assert ("instance chat: ascend_instances.chat.additional_config holds 2024-01-01, which YAML read as a date: "
+            "quote it to pass the text") in proc.stdout
+    proc, plans = run_plan(write(tmp_path / "hosts.yml", fixed.replace("2024-01-01", "'2024-01-01'")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert plans["node1"]["npus"] == {"0": "chat", "1": "chat", "2": "chat", "3": "chat", "4": "embed",
+                                      "5": "embed", "6": None, "7": None}

@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+"""Several instances on one cluster (module_utils/instances): NPU shares, port allocation, names and every
+refusal, each naming the instance, the variable and the host."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+import pytest
+
+from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
+from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
+
+
+def nodes(count=3, npus=8, **extra):
+    found = [dict(name="n%d" % (index + 1), node_ip="10.0.0.%d" % (index + 1), nic="eth0", npus_per_node=npus,
+                  head=index == 0) for index in range(count)]
+    for node in found:
+        node.update(extra)
+    return found
+
+
+def settings(**extra):
+    base = {"engine": "vllm-ascend", "engine_version": "0.23.0", "model": "/models/default", "launcher": "mp"}
+    base.update(extra)
+    return base
+
+
+# The shape of the issue's fleet: model A twice (two replicas, half of n1 and of n2 each), model B on what is left
+# of n1 and n2 (the other halves), model C on n3 across two hosts' worth of DP under the mp launcher.
+FLEET = {
+    "a1": {"model": "/models/qwen-7b", "served_model_name": "qwen", "hosts": ["n1"], "npus_per_host": 4,
+           "tensor_parallel_size": 4},
+    "a2": {"model": "/models/qwen-7b", "served_model_name": "qwen", "hosts": ["n2"], "npus_per_host": 4,
+           "tensor_parallel_size": 4},
+    "b": {"model": "/models/embed", "hosts": ["n1", "n2"], "npus_per_host": 4, "data_parallel_size": 2,
+          "tensor_parallel_size": 4},
+    "c": {"model": "/models/big", "hosts": ["n3"], "tensor_parallel_size": 8},
+}
+
+
+def fleet_plan(instances=None, node_list=None, **extra):
+    return fleet.make_fleet_plan(settings(**extra), nodes() if node_list is None else node_list,
+                                 FLEET if instances is None else instances)
+
+
+def problems(instances, node_list=None, **extra):
+    with pytest.raises(PlanError) as caught:
+        fleet_plan(instances, node_list, **extra)
+    return caught.value.errors
+
+
+def test_npu_shares_are_disjoint_and_follow_name_order():
+    plan = fleet_plan()
+    npus = plan["allocation"]["npus"]
+    assert npus["n1"] == {"0": "a1", "1": "a1", "2": "a1", "3": "a1", "4": "b", "5": "b", "6": "b", "7": "b"}
+    assert npus["n2"] == {"0": "a2", "1": "a2", "2": "a2", "3": "a2", "4": "b", "5": "b", "6": "b", "7": "b"}
+    assert set(npus["n3"].values()) == {"c"}
+    b = plan["instances"]["b"]
+    assert b["nodes"]["n1"]["env"]["ASCEND_RT_VISIBLE_DEVICES"] == "4,5,6,7"
+    assert b["nodes"]["n2"]["visible_devices"] == [4, 5, 6, 7]
+    assert b["cluster"]["head"] == "n1" and b["nodes"]["n2"]["role"] == "worker"
+
+
+def test_every_port_on_a_host_has_one_owner():
+    plan = fleet_plan()
+    for host, spans in plan["allocation"]["ports"].items():
+        taken = []
+        for span in spans:
+            taken.extend(range(span["port"], span["port"] + span["count"]))
+        assert len(taken) == len(set(taken)), (host, spans)
+    instances = plan["instances"]
+    # a1 and b share n1, a2 and b share n2: their API ports differ there; c alone on n3 keeps the default.
+    assert instances["a1"]["cluster"]["api_port"] != instances["b"]["cluster"]["api_port"]
+    assert instances["a2"]["cluster"]["api_port"] != instances["b"]["cluster"]["api_port"]
+    assert instances["c"]["cluster"]["api_port"] == 8000
+    # b's DP over two hosts under mp needs the DP RPC port; the single-host instances open none.
+    assert instances["b"]["cluster"]["dp_rpc_port"] == 29550
+    assert instances["a1"]["cluster"]["dp_rpc_port"] is None
+
+
+def test_each_instance_has_its_own_hccl_range_and_names():
+    plan = fleet_plan()
+    a1, b = plan["instances"]["a1"], plan["instances"]["b"]
+    assert a1["cluster"]["hccl_base_port"] == 60000 and b["cluster"]["hccl_base_port"] == 60032
+    assert b["nodes"]["n2"]["env"]["HCCL_IF_BASE_PORT"] == "60032"
+    assert b["cluster"]["units"]["serve"] == "ascend-serve-b.service"
+    assert b["cluster"]["units"]["firewall"] == "ascend-firewall.service"
+    assert b["cluster"]["serve_env_file"] == "/etc/ascend-inference/serve-b.env"
+    assert b["cluster"]["model_manifest"] == "/etc/ascend-inference/model-b.manifest.json"
+    assert b["cluster"]["instance"] == "b"
+
+
+def test_replicas_share_a_served_name_and_other_instances_get_their_own():
+    plan = fleet_plan(served_model_name="cluster-wide")
+    names = dict((n, p["cluster"]["served_model_name"]) for n, p in plan["instances"].items())
+    assert names == {"a1": "qwen", "a2": "qwen", "b": "/models/embed", "c": "/models/big"}
+
+
+def test_hccl_span_covers_the_group_leader_port():
+    # base + physical ID, the leader at base + ID + 16: IDs 0-15 need 32 ports, ID 16 needs 48.
+    assert fleet.hccl_span([0, 1, 7]) == 32
+    assert fleet.hccl_span([15]) == 32
+    assert fleet.hccl_span([16]) == 48
+
+
+def test_physical_ids_set_the_hccl_span():
+    node_list = nodes(1, device_map={"0": 20})
+    plan = fleet_plan({"x": {"npus_per_host": 1}, "y": {"npus_per_host": 1}}, node_list)
+    assert plan["instances"]["x"]["nodes"]["n1"]["physical_devices"] == [20]
+    assert plan["instances"]["x"]["cluster"]["hccl_base_port"] == 60000
+    # x binds up to 60000 + 20 + 16: y's range starts at the next multiple of 16 past it.
+    assert plan["instances"]["y"]["cluster"]["hccl_base_port"] == 60000 + 48
+
+
+def test_allocation_stays_out_of_mooncake_ray_and_model_transfer_ports():
+    # 16 NPUs per node: Mooncake's range is 20000-35999, so the DP RPC port moves above it.
+    instances = {"a": {"hosts": ["n1", "n2"], "npus_per_host": 8, "data_parallel_size": 2,
+                       "tensor_parallel_size": 8}}
+    plan = fleet_plan(instances, nodes(2, npus=16), dp_rpc_port=29550, api_port=8730, model_transfer_port=8730)
+    cluster = plan["instances"]["a"]["cluster"]
+    assert cluster["dp_rpc_port"] == 36000
+    # 8730 is the model role's rsync daemons': the API port steps past it.
+    assert cluster["api_port"] == 8731
+    assert plan["cluster"]["mooncake_ports"] == {"start": 20000, "count": 16000}
+    # From Ray's worker range (10002-19999) on, the first free port is past it and past Mooncake's.
+    plan = fleet_plan(instances, nodes(2, npus=8), api_port=10500)
+    assert plan["instances"]["a"]["cluster"]["api_port"] == 28000
+
+
+def test_explicit_ports_that_collide_are_named():
+    instances = {"a": {"hosts": ["n1"], "npus_per_host": 4, "api_port": 9000},
+                 "b": {"hosts": ["n1"], "npus_per_host": 4, "api_port": 9000},
+                 "c": {"hosts": ["n2"], "api_port": 21000},
+                 "d": {"hosts": ["n3"], "api_port": 10001}}
+    found = problems(instances)
+    assert "ascend_instances.b.api_port 9000 on host n1 is a's api_port: choose another port" in found
+    assert ("ascend_instances.c.api_port 21000 is Mooncake's Ascend transport range 20000-27999 (reserved on every "
+            "node): choose another port") in found
+    assert ("ascend_instances.d.api_port 10001 is Ray's client server (reserved on every node): choose another "
+            "port") in found
+
+
+def test_overlapping_devices_name_both_instances_the_host_and_the_npus():
+    instances = {"a": {"hosts": ["n1"], "devices": {"n1": [0, 1, 2]}},
+                 "b": {"hosts": ["n1"], "devices": {"n1": [2, 3]}}}
+    assert problems(instances) == ["instances a and b both use NPU 2 on host n1"]
+
+
+def test_instances_without_placement_take_whole_nodes_and_collide():
+    assert problems({"a": {}, "b": {}})[:1] == ["instances a and b both use NPUs 0,1,2,3,4,5,6,7 on host n1"]
+
+
+def test_more_npus_than_are_free():
+    instances = {"a": {"hosts": ["n1"], "npus_per_host": 6}, "b": {"hosts": ["n1"], "npus_per_host": 4}}
+    assert problems(instances) == [
+        "ascend_instances.b.npus_per_host 4 on host n1: only 2 of its 8 NPUs are free (held by a)"]
+
+
+def test_devices_the_host_does_not_have():
+    found = problems({"a": {"hosts": ["n1"], "devices": {"n1": [7, 8, 9], "n2": [0]}}})
+    assert found == ["ascend_instances.a.devices on host n1 names NPUs 8,9, which the host does not have (it has "
+                     "0,1,2,3,4,5,6,7)",
+                     "ascend_instances.a.devices names host n2, which is not among the instance's hosts"]
+
+
+def test_layout_that_does_not_fit_the_share_names_the_instance_and_its_key():
+    found = problems({"a": {"hosts": ["n1"], "npus_per_host": 4, "tensor_parallel_size": 8}})
+    assert found == ["instance a: TP 8 x PP 1 x DP 1 = 8 NPUs is more than the cluster's 4 NPUs (n1 4)"]
+    found = problems({"a": {"hosts": ["n1"], "npus_per_host": 4, "tensor_parallel_size": 3}},
+                     model_config={"num_attention_heads": 32})
+    assert found == ["instance a: ascend_instances.a.tensor_parallel_size 3 does not divide the model's 32 "
+                     "attention heads (num_attention_heads in config.json)"]
+
+
+def test_unknown_keys_names_and_cluster_wide_keys_are_refused():
+    found = problems({"Chat_1": {}, "b": {"tensor_paralel_size": 2, "runtime": "container"}})
+    assert found[0].startswith("ascend_instances: the instance name 'Chat_1' becomes part of unit and file names")
+    assert found[1] == "ascend_instances.b.runtime: runtime is one for the whole cluster; set ascend_runtime instead"
+    assert found[2].startswith("ascend_instances.b.tensor_paralel_size is not an instance setting (did you mean "
+                               "tensor_parallel_size?)")
+
+
+def test_hosts_outside_the_cluster_and_twice():
+    found = problems({"a": {"hosts": ["n1", "n9", "n1"]}})
+    assert found == ["ascend_instances.a.hosts names host n1 twice",
+                     "ascend_instances.a.hosts names n9, not in group ascend_cluster (n1, n2, n3)"]
+
+
+def test_one_served_name_for_two_models_is_refused():
+    found = problems({"a": {"hosts": ["n1"], "model": "/m/x", "served_model_name": "chat"},
+                      "b": {"hosts": ["n2"], "model": "/m/y", "served_model_name": "chat"}})
+    assert found == ["instances a, b share the served model name 'chat' but serve different models (a: /m/x; "
+                     "b: /m/y): replicas serve one model; give each model its own served_model_name"]
+
+
+def test_two_ray_instances_on_one_host_are_refused():
+    found = problems({"a": {"hosts": ["n1"], "npus_per_host": 4, "launcher": "ray"},
+                      "b": {"hosts": ["n1"], "npus_per_host": 4, "launcher": "ray"}})
+    assert len(found) == 1 and found[0].startswith("instances a, b all run on the Ray launcher on host n1")
+
+
+def test_one_ray_instance_beside_mp_instances_gets_its_ports_out_of_the_way():
+    plan = fleet_plan({"a": {"hosts": ["n1", "n2"], "npus_per_host": 4, "launcher": "ray",
+                             "tensor_parallel_size": 8},
+                       "b": {"hosts": ["n1"], "npus_per_host": 4}})
+    a = plan["instances"]["a"]["cluster"]
+    assert a["ray_port"] == 6379 and a["ray_address"] == "10.0.0.1:6379"
+    assert a["units"]["ray"] == "ascend-ray-a.service"
+
+
+def test_planner_owned_and_layout_variables_are_refused():
+    found = problems({"a": {"extra_env": {"HCCL_IF_BASE_PORT": "61000"}}}, nodes(1, data_parallel_size_local=1),
+                     runtime="container", container_image="img")
+    assert found == [
+        "ascend_data_parallel_size_local on host n1 describes one model's layout; with ascend_instances the planner "
+        "splits each instance's DP ranks evenly over its hosts: remove it",
+        "ascend_runtime: container runs one engine container per node; with ascend_instances the instances run on "
+        "the host (ascend_runtime: host)",
+        "instance a: HCCL_IF_BASE_PORT in ascend_extra_env or ascend_instances.a.extra_env is allocated by the "
+        "planner with ascend_instances (each instance its own range): remove it"]
+
+
+def test_secret_variables_of_an_instance_stay_out_of_the_plan():
+    plan = fleet_plan({"a": {"extra_env": {"HF_TOKEN": "hf_secret", "LOG": "1"}}}, nodes(1))
+    node = plan["instances"]["a"]["nodes"]["n1"]
+    assert node["env"]["LOG"] == "1" and "HF_TOKEN" not in node["env"]
+    assert plan["instances"]["a"]["cluster"]["secret_env_names"] == ["HF_TOKEN"]
+    assert "hf_secret" not in repr(plan)
+
+
+def test_a_date_in_a_mapping_variable_is_named():
+    # YAML reads {when: 2024-01-01} as a date; json.dumps would stop the plan naming no variable.
+    with pytest.raises(PlanError) as caught:
+        make_plan(settings(additional_config={"when": datetime.date(2024, 1, 1)}), nodes(1))
+    assert caught.value.errors == ["ascend_additional_config holds 2024-01-01, which YAML read as a date: quote it "
+                                   "to pass the text"]
+    found = problems({"a": {"additional_config": {"b": b"\x00"}}}, nodes(1))
+    assert found == ["instance a: ascend_instances.a.additional_config holds binary data (a !!binary value): give "
+                     "text"]
+
+
+def test_without_instances_the_plan_is_the_single_model_plan():
+    # plan_request.answer takes make_plan's path: an inventory without ascend_instances keeps its units.
+    from ansible_collections.ascend.inference.plugins.module_utils import plan_request
+    params = dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None, instances=None,
+                  instances_allowed=False)
+    params.update((k, v) for k, v in fleet.planner.DEFAULTS.items() if k not in params)
+    result = plan_request.answer(params)
+    assert result["cluster"]["units"]["serve"] == "ascend-serve.service" and "instances" not in result
+    refused = plan_request.answer(dict(params, instances={"a": {}}))
+    assert refused["failed"] and "playbooks/plan.yml shows every instance" in refused["msg"]
+    allowed = plan_request.answer(dict(params, instances={"a": {}}, instances_allowed=True))
+    assert allowed["instances"]["a"]["cluster"]["units"]["serve"] == "ascend-serve-a.service"
