@@ -15,8 +15,8 @@ import copy
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_model, phase_node_env, phase_npu_network,
-    phase_preflight, phase_ray, phase_restart, phase_serve, phase_status, phase_teardown)
+    apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_node_env,
+    phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_serve, phase_status, phase_teardown)
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
 
 display = Display()
@@ -28,14 +28,14 @@ PHASES = {
     "npu_ping": (phase_npu_network.ping, phase_npu_network.SETTINGS),
     "npu_report": (phase_npu_network.report, {}),
     "hostnames": (phase_hostnames.desired, phase_hostnames.SETTINGS),
-    "node_env": (phase_node_env.desired, phase_node_env.SETTINGS),
+    "node_env": (phase_instances.node_env, phase_node_env.SETTINGS),
     "firewall": (phase_firewall.desired, phase_firewall.SETTINGS),
     "ray_install": (phase_ray.install, phase_ray.SETTINGS),
     "ray_token": (phase_ray.token_read, phase_ray.SETTINGS),
     "ray": (phase_ray.desired, phase_ray.SETTINGS),
-    "serve": (phase_serve.desired, phase_serve.SETTINGS),
+    "serve": (phase_instances.serve, phase_serve.SETTINGS),
     "ray_restart": (phase_restart.ray, phase_ray.SETTINGS),
-    "serve_restart": (phase_restart.serve, {}),
+    "serve_restart": (phase_restart.serve, phase_restart.SERVE_SETTINGS),
     "teardown": (phase_teardown.desired, {}),
     "status": (phase_status.status, phase_status.SETTINGS),
     "status_report": (phase_status.report, {}),

@@ -118,8 +118,8 @@ class _Ports:
                 self.hold(hosts, start, count, owner, what)
                 return start
             start += step
-        self.problems.append("%s: no free range of %d ports from %d on hosts %s" % (owner, count, base,
-                                                                                     ", ".join(hosts)))
+        self.problems.append("%s: no free range of %d ports from %d on hosts %s"
+                             % (owner, count, base, ", ".join(hosts)))
         return None
 
     def claim(self, hosts, start, count, owner, what, name):
@@ -235,7 +235,7 @@ def _shares(names, instances, hosts_of, capacity, problems):
             take(name, host, free[:count])
     for name in whole:
         for host in hosts_of[name]:
-            take(name, host, [d for d in capacity[host]])
+            take(name, host, list(capacity[host]))
     return shares, owner
 
 
@@ -333,15 +333,60 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None):
         warnings.extend("instance %s: %s" % (name, w) for w in plan.pop("warnings"))
     if problems:
         raise planner.PlanError(problems)
+    cluster, fleet_nodes = _common(plans, names, cluster_hosts, by_name)
+    cluster["mooncake_ports"] = {"start": ports.mooncake[0], "count": ports.mooncake[1]}
     return {
         "instances": plans,
         "allocation": {"ports": ports.table(),
                        "npus": dict((host, dict((str(d), owner[host].get(d)) for d in capacity[host]))
                                     for host in cluster_hosts)},
-        "cluster": {"instance_names": names, "node_order": cluster_hosts,
-                    "mooncake_ports": {"start": ports.mooncake[0], "count": ports.mooncake[1]}},
+        "cluster": cluster,
+        "nodes": fleet_nodes,
         "warnings": warnings,
     }
+
+
+# What every instance's plan has alike (the make_plan of the same cluster settings), kept at the top of a plan of
+# instances for the roles that read the cluster, not an instance: the runtime, the paths, the service account.
+COMMON = ("runtime", "python_env", "config_dir", "unit_dir", "service", "model_transfer_port")
+# The same only where every instance sets it alike, else None: the preflight's engine lookup reads them.
+ALIKE = ("engine", "engine_version", "engine_distribution", "engine_program", "vllm_version", "launcher")
+
+
+def _common(plans, names, hosts, by_name):
+    """The cluster part and the per-host part of a plan of instances: what the roles read that is not an
+    instance's. A host's ``serves_api`` is false: each instance's API node is in the instance's plan."""
+    first = plans[names[0]]["cluster"]
+    cluster = dict((key, first[key]) for key in COMMON)
+    for key in ALIKE:
+        values = set(plans[name]["cluster"][key] for name in names)
+        cluster[key] = values.pop() if len(values) == 1 else None
+    cluster.update(planner.config_paths(first["config_dir"]))
+    cluster.update({
+        "instance_names": names, "node_order": hosts, "head": hosts[0], "model": None, "served_model_name": None,
+        "units": dict(planner.UNITS), "ray_port": None, "api_port": None,
+        "secret_env_names": sorted(set(n for name in names for n in plans[name]["cluster"]["secret_env_names"])),
+    })
+    nodes = {}
+    for index, host in enumerate(hosts):
+        mine = [name for name in names if host in plans[name]["nodes"]]
+        entries = [plans[name]["nodes"][host] for name in mine]
+        devices = sorted(set(d for entry in entries for d in entry["visible_devices"]))
+        physical = dict((d, p) for entry in entries for d, p in zip(entry["visible_devices"], entry["physical_devices"]))
+        first_entry = entries[0] if entries else {}
+        nodes[host] = {
+            "role": "head" if index == 0 else "worker", "instances": mine,
+            "node_ip": by_name[host]["node_ip"], "nic": first_entry.get("nic", by_name[host]["nic"]),
+            "serve_argv": None, "serve_command": None, "serves_api": False, "ray_start_argv": None,
+            "ray_start_command": None, "env": {}, "unresolved_env": sorted(set(
+                name for entry in entries for name in entry["unresolved_env"])),
+            "visible_devices": devices, "physical_devices": [physical[d] for d in devices],
+            "devices_from": first_entry.get("devices_from", "ascend_npus_per_node"),
+            "npu_family": first_entry.get("npu_family"),
+            "service_groups": sorted(set(g for entry in entries for g in entry["service_groups"])),
+            "container": None,
+        }
+    return cluster, nodes
 
 
 def _merged(settings, instance):
@@ -365,9 +410,9 @@ def _served_names(names, merged):
         different = sorted(set(str(merged[n].get("model")) for n in group))
         if len(different) > 1:
             problems.append("instances %s share the served model name %r but serve different models (%s): replicas "
-                            "serve one model; give each model its own served_model_name" % (
-                                ", ".join(group), served, "; ".join("%s: %s" % (n, merged[n].get("model"))
-                                                                     for n in group)))
+                            "serve one model; give each model its own served_model_name"
+                            % (", ".join(group), served,
+                               "; ".join("%s: %s" % (n, merged[n].get("model")) for n in group)))
     return problems
 
 
@@ -450,10 +495,30 @@ def _name_instance(plan, name, allocated):
     cluster = plan["cluster"]
     cluster["instance"] = name
     cluster["units"] = dict(cluster["units"], **units(name))
-    for key in ("node_env_file", "serve_env_file", "ray_env_file", "model_manifest"):
+    for key in ("node_env_file", "secrets_env_file", "serve_env_file", "ray_env_file", "model_manifest"):
         directory, base = cluster[key].rsplit("/", 1)
         stem, suffix = base.split(".", 1)
         cluster[key] = "%s/%s-%s.%s" % (directory, stem, name, suffix)
     cluster["hccl_base_port"] = allocated["hccl_base_port"]
     for node in plan["nodes"].values():
         node["env"]["HCCL_IF_BASE_PORT"] = str(allocated["hccl_base_port"])
+
+
+def deploy_problems(plan):
+    """What this release cannot deploy of a plan of instances (plan.yml still shows it), one sentence each."""
+    problems = []
+    cluster = plan["cluster"]
+    ray = [name for name in cluster["instance_names"] if plan["instances"][name]["cluster"]["launcher"] == "ray"]
+    if ray:
+        problems.append("instances %s: the Ray launcher is planned for instances but not deployed yet (each would need "
+                        "its own Ray cluster and unit); set launcher: mp for them" % ", ".join(ray))
+    for key, variable_name in (("engine", "engine"), ("engine_version", "engine_version")):
+        if cluster[key] is None:
+            problems.append("the instances set different %s (%s): a node's Python environment (ascend_python_env) "
+                            "holds one engine, so every instance runs the same one" % (variable_name, ", ".join(
+                                "%s: %s" % (name, plan["instances"][name]["cluster"][key])
+                                for name in cluster["instance_names"])))
+    if cluster["model_transfer_port"] is not None:
+        problems.append("model_source copies ascend_model, one model: with ascend_instances put each instance's model "
+                        "on its hosts (model_source: none; the preflight checks the files)")
+    return problems

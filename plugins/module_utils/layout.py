@@ -67,8 +67,8 @@ def fleet_labels(plan):
     for name in plan["cluster"]["instance_names"]:
         for node in npu_labels(plan["instances"][name]):
             for npu in node["npus"]:
-                by_host.setdefault(node["name"], {})[npu["device"]] = dict(npu, instance=name,
-                                                                          role=node["role"], ip=node["ip"])
+                held = dict(npu, instance=name, role=node["role"], ip=node["ip"])
+                by_host.setdefault(node["name"], {})[npu["device"]] = held
     nodes = []
     for host in plan["cluster"]["node_order"]:
         held = by_host.get(host, {})

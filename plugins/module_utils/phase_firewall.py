@@ -34,8 +34,11 @@ def desired(node, settings):
         state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "absent"}]
         return {"apply": state, "warnings": [WARNING % node.host], "record": {"enabled": False}}
     members = [node.plan["nodes"][name]["node_ip"] for name in cluster["node_order"]]
-    # Open to everyone: firewall_open_ports, the API port and the port Ansible reaches this node on.
-    open_ports = set(int(port) for port in settings["open_ports"]) | {int(cluster["api_port"])}
+    # Open to everyone: firewall_open_ports, the API ports and the port Ansible reaches this node on.
+    instances = [plan["cluster"] for plan in (node.plan.get("instances") or {}).values()] or [cluster]
+    open_ports = set(int(port) for port in settings["open_ports"]) | set(int(c["api_port"]) for c in instances)
+    # The firewall loads before every service of the collection.
+    before = sorted(set(c["units"][name] for c in instances for name in ("ray", "serve")))
     if settings.get("ssh_port"):
         open_ports.add(int(settings["ssh_port"]))
     state["directories"] = [{"path": settings["config_dir"]}]
@@ -43,7 +46,7 @@ def desired(node, settings):
         {"path": rules_path, "mode": "0644", "validate": "nft --check --file %s", "template": "firewall/firewall.nft.j2",
          "values": {"members": ", ".join(members), "open_ports": ", ".join(str(p) for p in sorted(open_ports))}},
         {"path": unit_path, "mode": "0644", "template": "firewall/ascend-firewall.service.j2",
-         "values": {"before": "%s %s" % (cluster["units"]["ray"], cluster["units"]["serve"]), "rules": rules_path}},
+         "values": {"before": " ".join(before), "rules": rules_path}},
     ]
     state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "started",
                                "restart_on": [rules_path, unit_path]}]

@@ -32,7 +32,7 @@ def cann_variables(node, set_env):
 
 
 def desired(node, settings):
-    """settings: file, secrets_file, profile, cann_set_env, services, pyacl_site_packages."""
+    """settings: file, secrets_file, profile (None: none written), cann_set_env, services, pyacl_site_packages."""
     plan_node = node.plan["nodes"][node.host]
     if plan_node["unresolved_env"]:
         raise Refused("%s on host %s need the NIC that carries %s, which was not found: set ascend_nic."
@@ -57,8 +57,8 @@ def desired(node, settings):
             {"path": env_file, "mode": "0600", "diff": False, "template": "node_env/node.env.j2",
              "values": {"host": node.host, "environment": text.rstrip("\n")}},
             {"path": secrets_file, "mode": "0600"},
-            {"path": settings["profile"], "mode": "0644", "template": "node_env/profile.sh.j2", "values": {"file": env_file}},
-        ],
+        ] + ([{"path": settings["profile"], "mode": "0644", "template": "node_env/profile.sh.j2",
+               "values": {"file": env_file}}] if settings["profile"] else []),
         "secrets": {secrets_file: {"template": "node_env/secrets.env.j2", "values": {"environment": secret_text.rstrip("\n")}}},
         # Where they run (the engine container reloads: its supervisor restarts what reads a changed file).
         "units": [{"name": name, "try_restart_on": [env_file, secrets_file]} for name in settings["services"]],

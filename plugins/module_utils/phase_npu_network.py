@@ -48,6 +48,9 @@ def query(node, settings):
     if not checked:
         return dict(said, apply=None, record={"checked": False})
     devices = node.plan["nodes"][node.host]["physical_devices"]
+    if not devices:
+        # A host where no instance of ascend_instances runs.
+        return {"apply": None, "record": {"checked": False}, "notes": ["no NPU of %s is planned: not checked" % node.host]}
     found = _check(node, settings, devices=devices, vnic=_a3(node))
     return {"apply": None, "record": {"checked": True, "npus": found["npus"], "failures": found["failures"]},
             "notes": ["hccn_tool asked about NPU %s (physical IDs): %d failure(s)"

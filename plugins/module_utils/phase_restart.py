@@ -3,13 +3,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """restart.yml's phases: Ray restarted without a configuration change (the head first; a worker waits for the
 head's port, then restarts), then serve on every node that serves (together: the mp handshake completes in any
-order). In container mode the engine container's supervisor restarts the process; a stopped container starts."""
+order); with several instances, each one's (or those named). In container mode the engine container's supervisor
+restarts the process; a stopped container starts."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.ascend.inference.plugins.module_utils import phase_instances
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+
+SERVE_SETTINGS = {"instances": "list"}
 
 
 def _restart(node, name, wait=None):
@@ -36,6 +41,20 @@ def ray(node, settings):
 
 
 def serve(node, settings):
+    """settings: instances (the names of those to restart, from ascend_instances; None: all)."""
+    if phase_instances.is_fleet(node.plan):
+        chosen = settings.get("instances")
+        unknown = sorted(set(chosen or []) - set(node.plan["cluster"]["instance_names"]))
+        if unknown:
+            raise Refused("no instance %s in ascend_instances (it has %s)" % (
+                ", ".join(unknown), ", ".join(node.plan["cluster"]["instance_names"])))
+        state, restarted = {}, []
+        for name, view in phase_instances.views(node):
+            mine = view.plan["nodes"].get(node.host)
+            if mine and mine["serve_argv"] is not None and (chosen is None or name in chosen):
+                runtime.merge(state, _restart(view, "serve"))
+                restarted.append(name)
+        return {"apply": state if restarted else None, "record": {"restarted": bool(restarted), "instances": restarted}}
     if node.plan["nodes"][node.host]["serve_argv"] is None:
         return {"apply": None, "record": {"restarted": False}}
     return {"apply": _restart(node, "serve"), "record": {"restarted": True}}

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import container, phase_ray, reports
+from ansible_collections.ascend.inference.plugins.module_utils import container, phase_instances, phase_ray, reports
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SETTINGS = {"config_dir": "str", "python_env": "str"}
@@ -18,7 +18,12 @@ SHOWN = "--property=Id,LoadState,ActiveState,SubState,NRestarts,ActiveEnterTimes
 
 
 def status(node, settings):
-    """settings: config_dir, python_env (where the ray phase put the probe, and Ray's Python)."""
+    """settings: config_dir, python_env (where the ray phase put the probe, and Ray's Python). With several
+    instances, each one's record on this node under ``instances``."""
+    if phase_instances.is_fleet(node.plan):
+        found = dict((name, status(view, settings)["record"]) for name, view in phase_instances.views(node)
+                     if node.host in view.plan["nodes"])
+        return {"apply": None, "record": {"instances": found}}
     plan = node.plan
     cluster, mine = plan["cluster"], plan["nodes"][node.host]
     shown = node.run("ansible.builtin.command", {"argv": ["systemctl", "show", SHOWN, cluster["units"]["ray"],
@@ -44,9 +49,21 @@ def status(node, settings):
 
 
 def report(node, settings):
-    """Once for the play: the table; fails naming what is not running."""
+    """Once for the play: the table (one per instance); fails naming what is not running."""
     plan = node.plan
     hosts = node.play_hosts()
+    if phase_instances.is_fleet(plan):
+        tables, problems = [], []
+        for name, view in phase_instances.views(node):
+            found = dict((host, ((node.applied("status", host=host) or {}).get("instances") or {}).get(name) or {})
+                         for host in set(hosts) | set(view.plan["cluster"]["node_order"]))
+            tables.append("instance %s: %s" % (name, reports.status_table(view.plan, hosts, found)))
+            problems += ["- instance %s: %s" % (name, line[2:]) for line in
+                         reports.status_problems(view.plan, hosts, found).splitlines()]
+        table = "\n\n".join(tables)
+        if problems:
+            raise Refused(table + "\n" + "\n".join(problems))
+        return {"apply": None, "record": None, "show": table}
     # Every planned host: a head that answered for Ray and then dropped out of the run is still shown.
     found = dict((host, node.applied("status", host=host) or {})
                  for host in set(hosts) | set(plan["cluster"]["node_order"]))

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import planner
+from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, planner
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve")
@@ -19,4 +19,8 @@ LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
 
 def desired(node, settings):
     units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
+    # Several instances: each one's serve unit as the node has it (stopped after the others start: first).
+    instances = [name for name in phase_instances.listed(node, planner.UNIT_DIR, phase_instances.SERVE_UNIT)
+                 if name != planner.UNITS["serve"]]
+    units += [{"name": name, "state": "stopped", "enabled": False} for name in instances]
     return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}

@@ -11,7 +11,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.ascend.inference.plugins.module_utils.instances import make_fleet_plan
+from ansible_collections.ascend.inference.plugins.module_utils.instances import deploy_problems, make_fleet_plan
 from ansible_collections.ascend.inference.plugins.module_utils.planner import (
     DEFAULTS,
     ENGINES,
@@ -73,14 +73,10 @@ ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="dict", options=NODE_SPEC),
     # ascend_instances (the action reads it from the inventory: its extra_env may hold secrets).
     instances=dict(type="dict"),
-    # Whether the caller can use a plan of several instances (plan.yml); the deploying playbooks cannot yet.
-    instances_allowed=dict(type="bool", default=False),
+    # What the caller does with a plan of several instances: plan.yml shows it, the others deploy it (refused
+    # where this release cannot).
+    instances_use=dict(type="str", default="deploy", choices=["plan", "deploy"]),
 )
-
-INSTANCES_NOT_DEPLOYABLE = (
-    "ascend_instances is set: this release plans several instances (playbooks/plan.yml shows every instance's "
-    "NPUs, ports, units and commands) but does not deploy, restart or tear them down yet. Run plan.yml, or remove "
-    "ascend_instances to deploy the single model of the ascend_* variables.")
 
 
 def load_model_config(params):
@@ -105,22 +101,26 @@ def load_model_config(params):
 
 def answer(params):
     """The task's result for validated params: the plan, or failed=True with msg (and errors)."""
-    instances = params.get("instances")
-    if instances is not None and not params.get("instances_allowed"):
-        return dict(failed=True, msg=INSTANCES_NOT_DEPLOYABLE)
+    # An empty ascend_instances is none: the single model of the ascend_* variables.
+    instances = params.get("instances") or None
     try:
         model_config, model_checks = load_model_config(params)
         instance_configs = instance_model_configs(instances)
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
-                if k not in ("nodes", "model_config_path", "instances", "instances_allowed")}
+                if k not in ("nodes", "model_config_path", "instances", "instances_use")}
     settings["model_config"] = model_config
     try:
         if instances is not None:
             fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs)
+            problems = deploy_problems(fleet) if params.get("instances_use", "deploy") == "deploy" else []
+            if problems:
+                return dict(failed=True, errors=problems, msg="ascend_instances: this release cannot deploy what "
+                            "is asked (playbooks/plan.yml shows the plan):\n- " + "\n- ".join(problems))
             return dict(changed=False, instances=fleet["instances"], allocation=fleet["allocation"],
-                        cluster=fleet["cluster"], plan_warnings=fleet["warnings"], model_checks=model_checks)
+                        cluster=fleet["cluster"], nodes=fleet["nodes"], plan_warnings=fleet["warnings"],
+                        model_checks=model_checks)
         plan = make_plan(settings, params["nodes"])
     except PlanError as exc:
         return dict(failed=True, msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)

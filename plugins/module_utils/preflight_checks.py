@@ -106,8 +106,15 @@ def node_ports(plan, host):
 def _port_problems(probe, plan, host):
     """A port the node's services need that something else holds (this collection's units may hold theirs)."""
     ours = set(plan["cluster"]["units"].values())
+    wanted = node_ports(plan, host)
+    for name, instance in sorted((plan.get("instances") or {}).items()):
+        # Several instances: each one's ports on this node, named by the instance's own variables.
+        ours |= set(instance["cluster"]["units"].values())
+        if host in instance["nodes"]:
+            wanted += [(port, "ascend_instances.%s.%s" % (name, variable.replace("ascend_", "", 1)))
+                       for port, variable in node_ports(instance, host)]
     problems = []
-    for port, variable in node_ports(plan, host):
+    for port, variable in wanted:
         holders = [s for s in probe["listeners"] if int(s["port"]) == int(port)]
         if not holders or holders[0]["unit"] in ours:
             continue

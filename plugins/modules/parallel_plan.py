@@ -209,14 +209,17 @@ options:
         V(ray_port), ...), and its placement - V(hosts) (the first is its head), V(npus_per_host) or V(devices)
         (host to NPU logic IDs). See C(docs/instances.md).
       - Omitted - the action plugin reads C(ascend_instances) from the inventory; unset, one model is planned.
-      - The result is then RV(instances) and RV(allocation) instead of RV(nodes).
+      - The result then also holds RV(instances) and RV(allocation); RV(cluster) and RV(nodes) hold what is not an
+        instance's (the runtime, the paths, each host's address and the instances on it).
     type: dict
-  instances_allowed:
+  instances_use:
     description:
-      - Whether the caller takes a plan of several instances; when false and O(instances) is set the task fails
-        saying what this release does with them (C(playbooks/plan.yml) sets it).
-    type: bool
-    default: false
+      - What the caller does with a plan of several instances - V(plan) shows it (C(playbooks/plan.yml)); V(deploy)
+        also refuses what this release cannot deploy (instances on the Ray launcher, different engines, a model
+        copied by the model role).
+    type: str
+    choices: [plan, deploy]
+    default: deploy
   nodes:
     description:
       - The cluster's nodes, head included, in inventory order.
@@ -510,8 +513,10 @@ instances:
     - With O(instances), each instance's plan by name, shaped as one model's (C(cluster) and C(nodes), as RV(cluster)
       and RV(nodes) describe them) on the instance's hosts and NPUs; its C(cluster) also holds C(instance) (its
       name), C(hccl_base_port) (the first of its C(HCCL_IF_BASE_PORT) range) and its own unit and file names
-      (C(ascend-serve-NAME.service), C(serve-NAME.env), ...). RV(cluster) then holds C(instance_names),
-      C(node_order) and C(mooncake_ports) only.
+      (C(ascend-serve-NAME.service), C(serve-NAME.env), ...). RV(cluster) then holds what the instances share
+      (runtime, paths, service account; the engine where all run the same) with C(instance_names), C(node_order)
+      and C(mooncake_ports); RV(nodes) each host's address, role in the cluster and C(instances) (the names of
+      those on it), and C(serves_api) false.
   returned: with O(instances)
   type: dict
 allocation:
@@ -534,7 +539,7 @@ node_problems:
   sample: {node2: ["ascend_nic eth9 does not carry ascend_node_ip 192.0.2.12 (found on: eth0)"]}
 nodes:
   description: Per-node results, keyed by inventory name.
-  returned: success, without O(instances)
+  returned: success
   type: dict
   sample:
     node1:

@@ -122,7 +122,7 @@ def truth_uses(root, whole_is_condition):
     conditions = set()
     if whole_is_condition:
         # A when/that entry: the expression of its one output (a bare expression or "{{ expr }}").
-        outputs = [n for n in root.find_all(nodes.Output)]
+        outputs = list(root.find_all(nodes.Output))
         for output in outputs:
             exprs = [n for n in output.nodes if not isinstance(n, nodes.TemplateData)]
             if len(exprs) == 1:

@@ -40,12 +40,16 @@ def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tm
     assert "instance  coder  coder  coder  coder  qwen-a  qwen-a  qwen-a  qwen-a" in proc.stdout
 
 
-def test_deploy_refuses_instances_before_touching_a_host(ansible_env, tmp_path):
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "deploy.yml"), "-i", EXAMPLE],
-                          cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True, timeout=300,
-                          check=False)
+def test_deploy_refuses_what_it_cannot_deploy_before_touching_a_host(ansible_env, tmp_path):
+    # Instances on the Ray launcher are planned (plan.yml shows them) but a deploy refuses them.
+    ray = '{"ascend_instances": {"a": {"launcher": "ray", "hosts": ["node1"]}}}'
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "deploy.yml"), "-i", EXAMPLE,
+                           "-e", ray], cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True,
+                          timeout=300, check=False)
     assert proc.returncode != 0
-    assert "ascend_instances is set: this release plans several instances" in proc.stdout
+    assert ("ascend_instances: this release cannot deploy what is asked (playbooks/plan.yml shows the plan):\n- "
+            "instances a: the Ray launcher is planned for instances but not deployed yet") in proc.stdout.replace(
+                "\\n", "\n"), proc.stdout
     # The three hosts (192.0.2.0/24, TEST-NET-1) were never connected to.
     assert "UNREACHABLE" not in proc.stdout and "unreachable=0" in proc.stdout
 

@@ -16,7 +16,19 @@ from ansible_collections.ascend.inference.plugins.modules import support_bundle 
 def test_teardown_stops_the_plans_units_serve_first():
     # teardown.yml must work with an inventory that no longer validates, so its phase cannot read the plan.
     from ansible_collections.ascend.inference.plugins.module_utils import phase_teardown
-    state = phase_teardown.desired(None, {})["apply"]
+
+    class NoPlan(object):
+        """A node whose plan cannot be read; its unit directory lists no instance's unit."""
+
+        @property
+        def plan(self):
+            raise AssertionError("teardown read the plan")
+
+        @staticmethod
+        def run(module, args):
+            return {"files": []}
+
+    state = phase_teardown.desired(NoPlan(), {})["apply"]
     # Given in start order: node_apply stops them in reverse, serve first.
     assert [unit["name"] for unit in reversed(state["units"])] == [
         planner.UNITS[job] for job in ("serve", "engine", "ray", "firewall")]

@@ -49,6 +49,9 @@ def sim(tmp_path):
                "ASCEND_SIM_HANDSHAKE_TIMEOUT": "20", "ASCEND_SIM_VLLM_VERSION": "0.11.0"}
 
         def start(self, program, *args, **env):
+            if "--headless" in args:
+                # A headless engine stands for another node: that node's NPUs are not the head's.
+                env.setdefault("ASCEND_SIM_LOCK_DIR", str(tmp_path / ("locks-%d" % len(procs))))
             proc = subprocess.Popen([sys.executable, os.path.join(DOUBLES, program)] + list(args),
                                     env=dict(self.env, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
@@ -293,3 +296,40 @@ def test_installed_engine_is_found_by_its_metadata(tmp_path):
     done = subprocess.run([str(root / "opt/engine/bin/vllm-mindspore"), "serve", "/m", "--optimization-level", "2"],
                           env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "unrecognized arguments: --optimization-level 2" in done.stderr, done.stderr
+
+
+# --- several engines on one node (ascend_instances) ------------------------------------------------
+
+def test_two_engines_on_disjoint_npus_and_hccl_ranges_both_serve(sim):
+    first, second = free_port(), free_port()
+    a = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(first), "--tensor-parallel-size", "2",
+                  ASCEND_RT_VISIBLE_DEVICES="0,1", HCCL_IF_BASE_PORT=str(free_port()))
+    b = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(second), "--tensor-parallel-size", "2",
+                  ASCEND_RT_VISIBLE_DEVICES="2,3", HCCL_IF_BASE_PORT=str(free_port() + 100))
+    assert wait_http(first, a)[0] == 200 and wait_http(second, b)[0] == 200
+
+
+@pytest.mark.parametrize("tp, message", [
+    ("2", "socket type[0] listen on device 1 port[16666] fail"),
+    ("1", "Free memory on device npu:1 on startup is less than desired GPU memory utilization"),
+])
+def test_a_second_engine_on_an_npu_in_use_fails(sim, tp, message):
+    port = free_port()
+    first = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--tensor-parallel-size", tp,
+                      ASCEND_RT_VISIBLE_DEVICES="1,2")
+    assert wait_http(port, first)[0] == 200
+    code, output = sim.run("vllm-mindspore", "serve", sim.model, "--port", str(free_port()), "--tensor-parallel-size",
+                           tp, ASCEND_RT_VISIBLE_DEVICES="1,3")
+    assert code == 1 and message in output, output
+
+
+def test_an_hccl_base_port_in_use_fails(sim):
+    base = free_port()
+    port = free_port()
+    first = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--tensor-parallel-size", "2",
+                      ASCEND_RT_VISIBLE_DEVICES="0,1", HCCL_IF_BASE_PORT=str(base))
+    assert wait_http(port, first)[0] == 200
+    # Another engine on other NPUs whose range meets the first one's (base + physical ID 1 = base - 1 + 2).
+    code, output = sim.run("vllm-mindspore", "serve", sim.model, "--port", str(free_port()), "--tensor-parallel-size",
+                           "2", ASCEND_RT_VISIBLE_DEVICES="2,3", HCCL_IF_BASE_PORT=str(base - 1))
+    assert code == 1 and "HCCL init failed: bind 0.0.0.0 port %d failed" % (base + 1) in output, output

@@ -31,10 +31,13 @@ Knobs for tests (environment): ASCEND_SIM_PG_TIMEOUT (placement-group wait,
 default vLLM's 1800 s), ASCEND_SIM_LOAD_SECONDS (model "loading" time before
 listening, default 0, shown as the engine's checkpoint-loading progress over
 ASCEND_SIM_LOAD_SHARDS shards, default 4), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
-nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (overrides the installed vLLM version).
+nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (overrides the installed vLLM version), ASCEND_SIM_LOCK_DIR (where
+the NPUs' locks are, default the device files /dev/davinciN: processes that stand for different nodes on one
+machine each get a directory of their own).
 """
 
 import argparse
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -345,7 +348,7 @@ def run_headless(args, world, version):
     port = args.data_parallel_rpc_port or 29550
     start = args.data_parallel_start_rank or 0
     local = args.data_parallel_size_local if args.data_parallel_size_local is not None else args.data_parallel_size
-    need_devices(local * world)
+    claim_npus(need_devices(local * world), hccl=True)
     deadline = time.time() + float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "600"))
     while True:
         try:
@@ -385,6 +388,65 @@ def need_devices(count):
     if count > len(devices):
         die("RuntimeError: %d NPUs needed on this node but only %d visible (ASCEND_RT_VISIBLE_DEVICES=%s)"
             % (count, len(devices), os.environ.get("ASCEND_RT_VISIBLE_DEVICES")))
+    return devices[:count]
+
+
+# What this process holds for its life: the NPUs' locks and HCCL's listening sockets.
+HELD = []
+HCCL_AUTO_PORTS = (60000, 60031)
+
+
+def claim_npus(logic_ids, hccl):
+    """Take the NPUs and, where HCCL joins them (HCCL), HCCL's host ports, failing as the real engine does when
+    another engine has them.
+
+    - An NPU another engine uses: with HCCL, the device side's listen port 16666 is taken on that device (CANN's
+      HCCL fault guide, param_link_stage.md: the bind fails only when several processes use one device; seen as
+      `socket type[0] ... port[16666] fail` in vllm-ascend #4725); without, vLLM's start-up memory check fails (the
+      other engine holds the memory: vllm/v1/worker/gpu_worker.py, "Free memory on device ... is less than desired
+      GPU memory utilization").
+    - HCCL_IF_BASE_PORT set: HCCL binds base + physical ID on the host, no fallback (CANN's topoinfo_detect.cc);
+      unset, rank 0 takes the first free port of 60000-60031. A port taken fails as vllm-ascend #405 shows (the
+      exact text of that log line is not in a sample: the message names the port)."""
+    physical = ascend_sim.logic_to_physical()
+    lock_dir = os.environ.get("ASCEND_SIM_LOCK_DIR")
+    if lock_dir:
+        os.makedirs(lock_dir, exist_ok=True)
+    for logic in logic_ids:
+        # The NPU's device file itself (the engine's account may open it; a lock dies with the process).
+        lock = os.path.join(lock_dir, "davinci%d" % physical[logic]) if lock_dir else \
+            ascend_sim.path("/dev/davinci%d" % physical[logic])
+        handle = open(lock, "a+" if lock_dir else "rb")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            if hccl:
+                die("RuntimeError: HCCL init failed: [hccl_socket.cc] socket type[0] listen on device %d "
+                    "port[16666] fail: the port is in use (another process uses NPU %d)" % (physical[logic], logic))
+            die("ValueError: Free memory on device npu:%d on startup is less than desired GPU memory utilization "
+                "(0.9): another process uses it. Decrease GPU memory utilization or reduce GPU memory used by other "
+                "processes." % logic)
+        HELD.append(handle)
+    if not hccl or not logic_ids:
+        return
+    address = os.environ.get("HCCL_IF_IP") or "0.0.0.0"
+    base = os.environ.get("HCCL_IF_BASE_PORT")
+    wanted = [int(base) + physical[logic] for logic in logic_ids] if base else None
+    for port in wanted or [None]:
+        candidates = [port] if port is not None else range(HCCL_AUTO_PORTS[0], HCCL_AUTO_PORTS[1] + 1)
+        for candidate in candidates:
+            listener = socket.socket()
+            try:
+                listener.bind((address, candidate))
+                listener.listen(16)
+            except OSError:
+                listener.close()
+                continue
+            HELD.append(listener)
+            break
+        else:
+            die("RuntimeError: HCCL init failed: bind %s port %s failed: address already in use (HCCL_IF_BASE_PORT=%s)"
+                % (address, port if port is not None else "%d-%d" % HCCL_AUTO_PORTS, base or "unset"))
 
 
 # --- OpenAI endpoints -------------------------------------------------------------
@@ -477,7 +539,7 @@ def main(engine):
         hold = reserve_with_ray(args, world)
     else:
         local = args.data_parallel_size_local if args.data_parallel_size_local is not None else dp
-        need_devices(local * world)
+        claim_npus(need_devices(local * world), hccl=world > 1 or dp > 1)
         # vLLM 0.9.1's head starts its engines at --data-parallel-rank (0), whatever the start rank says.
         start = (args.data_parallel_start_rank or 0) if release_key(version) >= (0, 10) else 0
         if dp > 1 and local < dp:

@@ -246,11 +246,39 @@ def test_without_instances_the_plan_is_the_single_model_plan():
     # plan_request.answer takes make_plan's path: an inventory without ascend_instances keeps its units.
     from ansible_collections.ascend.inference.plugins.module_utils import plan_request
     params = dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None, instances=None,
-                  instances_allowed=False)
+                  instances_use="deploy")
     params.update((k, v) for k, v in fleet.planner.DEFAULTS.items() if k not in params)
     result = plan_request.answer(params)
     assert result["cluster"]["units"]["serve"] == "ascend-serve.service" and "instances" not in result
-    refused = plan_request.answer(dict(params, instances={"a": {}}))
-    assert refused["failed"] and "playbooks/plan.yml shows every instance" in refused["msg"]
-    allowed = plan_request.answer(dict(params, instances={"a": {}}, instances_allowed=True))
-    assert allowed["instances"]["a"]["cluster"]["units"]["serve"] == "ascend-serve-a.service"
+    deployed = plan_request.answer(dict(params, instances={"a": {}}))
+    assert deployed["instances"]["a"]["cluster"]["units"]["serve"] == "ascend-serve-a.service"
+    # What this release cannot deploy is refused there, and still shown by plan.yml.
+    ray = {"a": {"launcher": "ray"}}
+    refused = plan_request.answer(dict(params, instances=ray))
+    assert refused["failed"] and refused["errors"] == [
+        "instances a: the Ray launcher is planned for instances but not deployed yet (each would need its own Ray "
+        "cluster and unit); set launcher: mp for them"]
+    assert plan_request.answer(dict(params, instances=ray, instances_use="plan"))["instances"]["a"]
+
+
+def test_deploy_refuses_different_engines_and_a_copied_model():
+    plan = fleet_plan({"a": {"hosts": ["n1"], "engine": "vllm-mindspore", "engine_version": "0.5.1"},
+                       "b": {"hosts": ["n2"]}}, model_transfer_port=8730)
+    assert fleet.deploy_problems(plan) == [
+        "the instances set different engine (a: vllm-mindspore, b: vllm-ascend): a node's Python environment "
+        "(ascend_python_env) holds one engine, so every instance runs the same one",
+        "the instances set different engine_version (a: 0.5.1, b: 0.23.0): a node's Python environment "
+        "(ascend_python_env) holds one engine, so every instance runs the same one",
+        "model_source copies ascend_model, one model: with ascend_instances put each instance's model on its hosts "
+        "(model_source: none; the preflight checks the files)"]
+
+
+def test_the_plan_keeps_what_the_roles_read_of_the_cluster():
+    plan = fleet_plan()
+    cluster, nodes_found = plan["cluster"], plan["nodes"]
+    assert cluster["head"] == "n1" and cluster["node_order"] == ["n1", "n2", "n3"]
+    assert cluster["engine"] == "vllm-ascend" and cluster["launcher"] == "mp"
+    assert cluster["node_env_file"] == "/etc/ascend-inference/node.env"
+    assert nodes_found["n1"]["instances"] == ["a1", "b"] and nodes_found["n3"]["instances"] == ["c"]
+    assert nodes_found["n2"]["visible_devices"] == list(range(8)) and not nodes_found["n1"]["serves_api"]
+    assert nodes_found["n3"]["node_ip"] == "10.0.0.3"

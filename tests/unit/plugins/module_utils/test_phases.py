@@ -323,8 +323,13 @@ def test_a_node_whose_nic_is_unknown_is_refused():
 
 
 def test_teardown_stops_serve_first_and_wants_no_process_left():
-    state = phase_teardown.desired(None, {})["apply"]
-    assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")]
+    # The node's unit directory as find lists it: an instance's serve unit (ascend_instances) is stopped too.
+    listed = {"ansible.builtin.find": {"files": [{"path": "/etc/systemd/system/ascend-serve.service"},
+                                                 {"path": "/etc/systemd/system/ascend-serve-chat.service"},
+                                                 {"path": "/etc/systemd/system/ascend-ray.service"}]}}
+    state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
+    assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")] \
+        + ["ascend-serve-chat.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
     assert state["leftovers"]["pattern"] == "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
 
@@ -449,7 +454,7 @@ def test_node_apply_accepts_every_state_the_phases_build():
         phase_firewall.desired(FakeNode("h", plan), firewall),
         phase_firewall.desired(FakeNode("h", plan), dict(firewall, enabled=False)),
         phase_hostnames.desired(FakeNode("w", plan), {"strategy": "file", "manage_etc_hosts": True}),
-        phase_teardown.desired(None, {}),
+        phase_teardown.desired(FakeNode("h", plan, run={"ansible.builtin.find": {"files": []}}), {}),
     ]
     for built in states:
         accepted(built["apply"])

@@ -1,0 +1,6 @@
+"""Make molecule/shared/serve_checks.py importable."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The per-instance phases of a plan of several instances (ascend_instances), as one apply per node: each
+instance's desired state is the single-model phase's, computed on the instance's own plan (a view of the node
+whose ``plan`` is the instance's), and the states are merged; an instance that does not run on the node, or is no
+longer in the inventory, leaves nothing there. A plan of one model goes to the phase unchanged."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import posixpath
+import re
+
+from ansible_collections.ascend.inference.plugins.module_utils import phase_node_env, phase_runtime, phase_serve
+
+# The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
+SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
+ENV_FILE = re.compile(r"(node|secrets|serve)(-[a-z0-9-]+)?\.env")
+
+
+class View(object):
+    """NODE seen through one instance: its plan is the instance's, and ascend_extra_env is the cluster's with the
+    instance's own over it (its secrets go to the instance's secrets file)."""
+
+    def __init__(self, node, name, plan, extra_env):
+        self._node = node
+        self.instance = name
+        self.plan = plan
+        self._extra_env = extra_env
+
+    def __getattr__(self, attribute):
+        return getattr(self._node, attribute)
+
+    def var(self, name, default=None, host=None):
+        if name == "ascend_extra_env" and host is None:
+            return self._extra_env
+        return self._node.var(name, default, host)
+
+
+def is_fleet(plan):
+    return "instances" in plan
+
+
+def views(node):
+    """(name, view) of every instance of the plan, in name order."""
+    plan = node.plan
+    cluster_env = node.var("ascend_extra_env", {}) or {}
+    instances = node.var("ascend_instances", {}) or {}
+    found = []
+    for name in plan["cluster"]["instance_names"]:
+        own = (instances.get(name) or {}).get("extra_env") or {}
+        env = dict(cluster_env, **own) if isinstance(own, dict) and isinstance(cluster_env, dict) else cluster_env
+        found.append((name, View(node, name, plan["instances"][name], env)))
+    return found
+
+
+def listed(node, directory, pattern):
+    """The names in DIRECTORY on the node that match PATTERN (a read, in --check too)."""
+    found = node.run("ansible.builtin.find", {"paths": [directory], "file_type": "file"})
+    names = [posixpath.basename(item["path"]) for item in found.get("files") or []]
+    return sorted(name for name in names if pattern.fullmatch(name))
+
+
+def _merged(results):
+    state, warnings = {}, []
+    for result in results:
+        if result.get("apply"):
+            phase_runtime.merge(state, result["apply"])
+        warnings.extend(result.get("warnings") or [])
+    return state, warnings
+
+
+def serve(node, settings):
+    """Every instance's serve process on the nodes it runs on; elsewhere, and for an instance no longer planned (or
+    the single model's unit, or an instance's after a return to one model), its unit and environment removed."""
+    if not is_fleet(node.plan):
+        result = phase_serve.desired(node, settings)
+        wanted = [node.plan["cluster"]["units"]["serve"]]
+        return _with_leftovers(node, settings, result, wanted, [phase_serve.env_path(node.plan, settings)])
+    results, record, wanted, env_files = [], {}, [], []
+    for name, view in views(node):
+        wanted.append(view.plan["cluster"]["units"]["serve"])
+        env_files.append(phase_serve.env_path(view.plan, settings))
+        # The instance's own environment files (node_env wrote them from the same plan).
+        mine = dict(settings, node_env_file=view.plan["cluster"]["node_env_file"],
+                    secrets_file=view.plan["cluster"]["secrets_env_file"])
+        if node.host in view.plan["nodes"]:
+            result = phase_serve.desired(view, mine)
+        else:
+            result = {"apply": phase_serve.absent(view, mine), "record": {"serves": False}}
+        results.append(result)
+        record[name] = result["record"]["serves"]
+    state, warnings = _merged(results)
+    result = {"apply": state, "warnings": warnings,
+              "record": {"serves": any(record.values()), "instances": record}}
+    return _with_leftovers(node, settings, result, wanted, env_files)
+
+
+def _with_leftovers(node, settings, result, wanted_units, wanted_env):
+    """RESULT with every serve unit of the node that the plan no longer names stopped and removed, and its
+    environment file (host mode: in container mode the engine container's supervisor runs serve)."""
+    plan = node.plan
+    if plan["cluster"]["runtime"]["mode"] != "host":
+        return result
+    unit_dir = plan["cluster"]["unit_dir"]
+    stale = [name for name in listed(node, unit_dir, SERVE_UNIT) if name not in wanted_units]
+    if not stale:
+        return result
+    state = result.get("apply") or {}
+    for unit in stale:
+        suffix = SERVE_UNIT.fullmatch(unit).group(1) or ""
+        env = "%s/serve%s.env" % (settings["config_dir"].rstrip("/"), suffix)
+        path = "%s/%s" % (unit_dir, unit)
+        phase_runtime.merge(state, {"units": [{"name": unit, "file": path, "state": "absent"}],
+                                    "absent": [path] + ([env] if env not in wanted_env else [])})
+    result["apply"] = state
+    result["notes"] = list(result.get("notes") or []) + ["%s is in no instance of the plan: stopped and removed"
+                                                         % ", ".join(stale)]
+    return result
+
+
+def node_env(node, settings):
+    """Each instance's environment (node-NAME.env) and secrets (secrets-NAME.env) on the nodes it runs on; the
+    single model's files and the login profile removed (each instance sees other NPUs: no one environment fits a
+    shell), and the files of instances no longer planned."""
+    if not is_fleet(node.plan):
+        return phase_node_env.desired(node, settings)
+    config_dir = posixpath.dirname(settings["file"])
+    results, wanted = [], []
+    for name, view in views(node):
+        cluster = view.plan["cluster"]
+        if node.host not in view.plan["nodes"]:
+            continue
+        mine = dict(settings, file=cluster["node_env_file"], secrets_file=cluster["secrets_env_file"], profile=None,
+                    services=[cluster["units"]["serve"]])
+        wanted += [mine["file"], mine["secrets_file"]]
+        results.append(phase_node_env.desired(view, mine))
+    state, warnings = _merged(results)
+    stale = ["%s/%s" % (config_dir, name) for name in listed(node, config_dir, ENV_FILE)
+             if name.startswith(("node", "secrets")) and "%s/%s" % (config_dir, name) not in wanted]
+    phase_runtime.merge(state, {"absent": stale + [settings["profile"]]})
+    return {"apply": state, "warnings": warnings, "record": {"files": wanted}}
