@@ -59,7 +59,9 @@ class ActionModule(ActionBase):
             return result
         result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
         if check_nodes:
-            report, problems = self.node_report(task_vars, {"cluster": result["cluster"], "nodes": result["nodes"]})
+            # A plan of instances is judged with each instance's ports and model.
+            plan = dict((key, result[key]) for key in ("cluster", "nodes", "instances") if key in result)
+            report, problems = self.node_report(task_vars, plan)
             result["node_problems"] = problems
             if report:
                 result.update(failed=True, msg=report)

@@ -37,11 +37,14 @@ CLUSTER_ONLY = ("runtime", "container_image", "container_engine", "service_user"
 # HCCL's host ports with HCCL_IF_BASE_PORT set: base + physical device ID, the group leader's base + ID + 16 and the
 # host data plane's base + ID + 8 (CANN's HCCL host code, topoinfo_detect.cc and hccl_communicator.cc; the CANN 8.5
 # docs of HCCL_IF_BASE_PORT reserve 32 ports, 60000-60031 by default). Unset, rank 0 grabs a free port of
-# 60000-60031 (an older CANN took 60000 fixed: vllm-ascend #405). Each instance gets its own range, 32 ports wide
-# while the physical IDs stay below 16, so that two instances on a host never meet there.
+# 60000-60031 (an older CANN took 60000 fixed: vllm-ascend #405). One base for two instances is not enough: one's
+# data-plane or leader port (+ 8, + 16) can be the other's base + ID. Each instance gets its own range per host.
 HCCL_BASE_PORT = 60000
 HCCL_LEADER_OFFSET = 16
 HCCL_SPAN_STEP = 16
+# An instance's base on a host: 60000 + 32 x the lowest physical ID it uses there. Disjoint NPUs give disjoint
+# ranges while the IDs stay below 16 (a range ends before base + 32 x (its highest ID - lowest + 1)).
+HCCL_SLOT = 32
 # Mooncake's Ascend transport takes ports from 20000 up, 1000 per NPU of the node: nothing the plan allocates
 # lies there (the KV transfer of disaggregated prefill and decode).
 MOONCAKE_BASE_PORT = 20000
@@ -333,6 +336,7 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None):
         warnings.extend("instance %s: %s" % (name, w) for w in plan.pop("warnings"))
     if problems:
         raise planner.PlanError(problems)
+    warnings.extend(_unpinned(names, instances, hosts_of, plans))
     cluster, fleet_nodes = _common(plans, names, cluster_hosts, by_name)
     cluster["mooncake_ports"] = {"start": ports.mooncake[0], "count": ports.mooncake[1]}
     return {
@@ -389,14 +393,39 @@ def _common(plans, names, hosts, by_name):
     return cluster, nodes
 
 
+def _unpinned(names, instances, hosts_of, plans):
+    """Instances sharing a host whose API port or NPUs the planner chose: they move (and restart) when an instance
+    before them in name order comes or goes."""
+    warnings = []
+    for name in names:
+        sharing = sorted(other for other in names if other != name and set(hosts_of[other]) & set(hosts_of[name]))
+        if not sharing:
+            continue
+        chosen = []
+        if instances[name].get("api_port") is None:
+            chosen.append("its api_port %s" % plans[name]["cluster"]["api_port"])
+        if instances[name].get("devices") is None:
+            chosen.append("its NPUs")
+        if chosen:
+            warnings.append("instance %s shares hosts with %s: %s are allocated in name order, so adding or removing an "
+                            "instance before it moves them and restarts it; set %s to keep them"
+                            % (name, ", ".join(sharing), " and ".join(chosen),
+                               " and ".join(key for key, value in (("api_port", "api_port"), ("devices", "NPUs"))
+                                            if any(value in text for text in chosen))))
+    return warnings
+
+
 def _merged(settings, instance):
     merged = dict(settings)
     # An instance's own served name: a cluster-wide one would make every instance a replica of one model.
     if "model" in instance:
         merged["served_model_name"] = None
     merged.update(dict((k, v) for k, v in instance.items() if k in INSTANCE_SETTINGS))
-    if "extra_env" in instance and isinstance(instance["extra_env"], dict) and isinstance(settings.get("extra_env"), dict):
-        merged["extra_env"] = dict(settings["extra_env"], **instance["extra_env"])
+    if isinstance(instance.get("extra_env"), dict) and isinstance(settings.get("extra_env"), dict):
+        # The instance's secrets reach the planner as the cluster's do: by name, with what is wrong with them.
+        public, secret = input_rules.split_env(instance["extra_env"])
+        merged["extra_env"] = dict(settings["extra_env"], **public)
+        merged["secret_env"] = dict(settings.get("secret_env") or {}, **input_rules.secret_env_summary(secret))
     return merged
 
 
@@ -440,8 +469,8 @@ def hccl_span(physical_ids):
 
 
 def _physical_ids(share, nodes):
-    """Every physical ID (/dev/davinciN) of an instance's share on its hosts, through each node's device map."""
-    found = []
+    """{host: the physical IDs (/dev/davinciN) of an instance's share there}, through each node's device map."""
+    found = {}
     for host, devices in share.items():
         mapping = {}
         for logic, physical in (nodes[host].get("device_map") or {}).items():
@@ -449,7 +478,8 @@ def _physical_ids(share, nodes):
                 mapping[int(logic)] = int(physical)
             except (TypeError, ValueError):
                 continue  # make_plan names the bad entry
-        found.extend(mapping.get(device, device) for device in devices)
+        if devices:
+            found[host] = [mapping.get(device, device) for device in devices]
     return found
 
 
@@ -461,7 +491,8 @@ def _allocate(names, instances, merged, hosts_of, settings, ports, physical):
     for name in names:
         for key, cluster_variable in PORT_KEYS:
             value = instances[name].get(key)
-            if key in wanted[name] and value is not None:
+            # A port the instance sets is held even where it opens none there: no other owner gets that number.
+            if value is not None:
                 if not planner._is_int(value) or not 0 < value < 65536:
                     ports.problems.append("%s must be a TCP port 1-65535 (found %r)" % (variable(name, key), value))
                     continue
@@ -472,9 +503,14 @@ def _allocate(names, instances, merged, hosts_of, settings, ports, physical):
             if key in wanted[name] and key not in out[name]["settings"]:
                 base = settings.get(key) if planner._is_int(settings.get(key)) else planner.DEFAULTS[key]
                 out[name]["settings"][key] = ports.allocate(hosts_of[name], base, 1, name, key)
-        span = hccl_span(physical[name])
-        out[name]["hccl_base_port"] = ports.allocate(hosts_of[name], HCCL_BASE_PORT, span, name,
-                                                     "HCCL_IF_BASE_PORT", step=HCCL_SPAN_STEP)
+        # HCCL's range follows the instance's NPUs on each host, not the other instances: removing one leaves the
+        # others' environment (and processes) as they are.
+        out[name]["hccl_base_port"] = {}
+        for host, ids in sorted(physical[name].items()):
+            base = HCCL_BASE_PORT + HCCL_SLOT * min(ids)
+            ports.claim([host], base, hccl_span(ids), name, "HCCL_IF_BASE_PORT",
+                        "instance %s's HCCL range (HCCL_IF_BASE_PORT) from" % name)
+            out[name]["hccl_base_port"][host] = base
     return out
 
 
@@ -499,9 +535,9 @@ def _name_instance(plan, name, allocated):
         directory, base = cluster[key].rsplit("/", 1)
         stem, suffix = base.split(".", 1)
         cluster[key] = "%s/%s-%s.%s" % (directory, stem, name, suffix)
-    cluster["hccl_base_port"] = allocated["hccl_base_port"]
-    for node in plan["nodes"].values():
-        node["env"]["HCCL_IF_BASE_PORT"] = str(allocated["hccl_base_port"])
+    cluster["hccl_base_ports"] = dict(allocated["hccl_base_port"])
+    for host, node in plan["nodes"].items():
+        node["env"]["HCCL_IF_BASE_PORT"] = str(allocated["hccl_base_port"][host])
 
 
 def deploy_problems(plan):

@@ -17,7 +17,10 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_node
 
 # The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
 SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
-ENV_FILE = re.compile(r"(node|secrets|serve)(-[a-z0-9-]+)?\.env")
+# The files the serve phase sweeps: serve.env, and an instance's serve, node and secrets files.
+SERVE_ENV = re.compile(r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env")
+# The files node_env sweeps with instances: the single model's, and those of instances not on the node.
+NODE_ENV = re.compile(r"(node|secrets)(-[a-z0-9-]+)?\.env")
 
 
 class View(object):
@@ -77,17 +80,17 @@ def serve(node, settings):
     the single model's unit, or an instance's after a return to one model), its unit and environment removed."""
     if not is_fleet(node.plan):
         result = phase_serve.desired(node, settings)
-        wanted = [node.plan["cluster"]["units"]["serve"]]
-        return _with_leftovers(node, settings, result, wanted, [phase_serve.env_path(node.plan, settings)])
+        return _sweeping(node, settings, result, [node.plan["cluster"]["units"]["serve"]],
+                         [phase_serve.env_path(node.plan, settings)])
     results, record, wanted, env_files = [], {}, [], []
     for name, view in views(node):
-        wanted.append(view.plan["cluster"]["units"]["serve"])
-        env_files.append(phase_serve.env_path(view.plan, settings))
         # The instance's own environment files (node_env wrote them from the same plan).
         mine = dict(settings, node_env_file=view.plan["cluster"]["node_env_file"],
                     secrets_file=view.plan["cluster"]["secrets_env_file"])
         if node.host in view.plan["nodes"]:
             result = phase_serve.desired(view, mine)
+            wanted.append(view.plan["cluster"]["units"]["serve"])
+            env_files += [phase_serve.env_path(view.plan, settings), mine["node_env_file"], mine["secrets_file"]]
         else:
             result = {"apply": phase_serve.absent(view, mine), "record": {"serves": False}}
         results.append(result)
@@ -95,39 +98,39 @@ def serve(node, settings):
     state, warnings = _merged(results)
     result = {"apply": state, "warnings": warnings,
               "record": {"serves": any(record.values()), "instances": record}}
-    return _with_leftovers(node, settings, result, wanted, env_files)
+    return _sweeping(node, settings, result, wanted, env_files)
 
 
-def _with_leftovers(node, settings, result, wanted_units, wanted_env):
-    """RESULT with every serve unit of the node that the plan no longer names stopped and removed, and its
-    environment file (host mode: in container mode the engine container's supervisor runs serve)."""
+def _sweeping(node, settings, result, wanted_units, wanted_env):
+    """RESULT whose apply also removes every serve unit of the node that the plan does not name there (stopped and
+    disabled first), and the environment files only such a unit read: an instance's serve, node and secrets
+    files. In container mode the engine container's supervisor runs serve: no instance's unit stays (the single
+    model's is the container backend's own leftover)."""
     plan = node.plan
     if plan["cluster"]["runtime"]["mode"] != "host":
-        return result
-    unit_dir = plan["cluster"]["unit_dir"]
-    stale = [name for name in listed(node, unit_dir, SERVE_UNIT) if name not in wanted_units]
-    if not stale:
-        return result
+        wanted_units = list(wanted_units) + [plan["cluster"]["units"]["serve"]]
     state = result.get("apply") or {}
-    for unit in stale:
-        suffix = SERVE_UNIT.fullmatch(unit).group(1) or ""
-        env = "%s/serve%s.env" % (settings["config_dir"].rstrip("/"), suffix)
-        path = "%s/%s" % (unit_dir, unit)
-        phase_runtime.merge(state, {"units": [{"name": unit, "file": path, "state": "absent"}],
-                                    "absent": [path] + ([env] if env not in wanted_env else [])})
+    keep_env = [posixpath.basename(path) for path in wanted_env]
+    phase_runtime.merge(state, {"sweep": [
+        {"directory": plan["cluster"]["unit_dir"], "pattern": SERVE_UNIT.pattern,
+         "keep": sorted(wanted_units), "units": True},
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": SERVE_ENV.pattern, "keep": sorted(keep_env)},
+    ]})
     result["apply"] = state
-    result["notes"] = list(result.get("notes") or []) + ["%s is in no instance of the plan: stopped and removed"
-                                                         % ", ".join(stale)]
     return result
 
 
 def node_env(node, settings):
     """Each instance's environment (node-NAME.env) and secrets (secrets-NAME.env) on the nodes it runs on; the
     single model's files and the login profile removed (each instance sees other NPUs: no one environment fits a
-    shell), and the files of instances no longer planned."""
-    if not is_fleet(node.plan):
-        return phase_node_env.desired(node, settings)
+    shell), and the files of instances no longer planned here. With one model, the instances' files go."""
     config_dir = posixpath.dirname(settings["file"])
+    if not is_fleet(node.plan):
+        result = phase_node_env.desired(node, settings)
+        phase_runtime.merge(result["apply"], {"sweep": [
+            {"directory": config_dir, "pattern": NODE_ENV.pattern,
+             "keep": [posixpath.basename(settings["file"]), posixpath.basename(settings["secrets_file"])]}]})
+        return result
     results, wanted = [], []
     for name, view in views(node):
         cluster = view.plan["cluster"]
@@ -138,7 +141,6 @@ def node_env(node, settings):
         wanted += [mine["file"], mine["secrets_file"]]
         results.append(phase_node_env.desired(view, mine))
     state, warnings = _merged(results)
-    stale = ["%s/%s" % (config_dir, name) for name in listed(node, config_dir, ENV_FILE)
-             if name.startswith(("node", "secrets")) and "%s/%s" % (config_dir, name) not in wanted]
-    phase_runtime.merge(state, {"absent": stale + [settings["profile"]]})
+    phase_runtime.merge(state, {"absent": [settings["profile"]], "sweep": [
+        {"directory": config_dir, "pattern": NODE_ENV.pattern, "keep": [posixpath.basename(p) for p in wanted]}]})
     return {"apply": state, "warnings": warnings, "record": {"files": wanted}}

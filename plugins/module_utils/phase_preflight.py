@@ -16,10 +16,11 @@ from ansible_collections.ascend.inference.plugins.module_utils.phase import Refu
 
 # What of node_probe's answer the checks and the later phases read.
 KEPT = ("ipv4", "npu_smi", "npu", "device_files", "cann", "cann_version", "cann_notes", "cann_problems", "driver",
-        "model", "engine", "listeners", "container_mounts_missing", "service", "programs", "cann_env", "python")
+        "model", "models", "engine", "listeners", "container_mounts_missing", "service", "programs", "cann_env", "python")
 SETTINGS = {"npu_smi": "str", "ascend_home": "str", "cann_layout": "str", "device_map": "dict", "model": "str",
             "model_record": "str", "engine": "dict", "service_user": "str", "engine_container": "bool",
-            "programs": "list", "python": "dict", "context": "dict"}
+            "programs": "list", "python": "dict", "context": "dict",
+            "check_models": "bool"}
 
 
 def node_ip(node):
@@ -31,6 +32,12 @@ def desired(node, settings):
     engine, engine_container, service_user, programs, python) and the checks' context (npu_smi, ascend_home,
     engine_env, model, cann_pending, model_pending)."""
     context = dict(settings.pop("context") or {})
+    check_models = settings.pop("check_models", None)
+    if check_models and "instances" in node.plan:
+        # Several instances: the models of those on this node, where they are local paths.
+        settings["models"] = sorted(set(
+            plan["cluster"]["model"] for plan in node.plan["instances"].values()
+            if node.host in plan["nodes"] and plan["cluster"]["model"].startswith("/")))
     # As ansible-core 2.18 may render them inside a mapping: a null as "", a boolean as text.
     context["cann_pending"] = context.get("cann_pending") or None
     context["model_pending"] = check_type_bool(context.get("model_pending") or False)

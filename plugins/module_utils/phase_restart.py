@@ -14,7 +14,8 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_inst
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
-SERVE_SETTINGS = {"instances": "list"}
+# instances: serve_restart_instances, a list or "a,b" as -e gives it.
+SERVE_SETTINGS = {"instances": "raw"}
 
 
 def _restart(node, name, wait=None):
@@ -41,9 +42,14 @@ def ray(node, settings):
 
 
 def serve(node, settings):
-    """settings: instances (the names of those to restart, from ascend_instances; None: all)."""
+    """settings: instances (the names of those to restart, from ascend_instances; empty: all)."""
+    chosen = settings.get("instances") or None
+    if isinstance(chosen, str):
+        chosen = [name.strip() for name in chosen.split(",") if name.strip()] or None
+    if chosen and not phase_instances.is_fleet(node.plan):
+        raise Refused("serve_restart_instances names %s, but ascend_instances is not set: restart.yml restarts the "
+                      "one model's serve" % ", ".join(chosen))
     if phase_instances.is_fleet(node.plan):
-        chosen = settings.get("instances")
         unknown = sorted(set(chosen or []) - set(node.plan["cluster"]["instance_names"]))
         if unknown:
             raise Refused("no instance %s in ascend_instances (it has %s)" % (

@@ -90,6 +90,20 @@ def _model(probe, cluster, context, host):
     return problems, None, summary
 
 
+def _instance_model_problems(probe, plan, host, context):
+    """Several instances: the model of each one on this node must hold files (ascend_model is not checked)."""
+    found = probe.get("models") or {}
+    if context.get("model_pending"):
+        return []
+    problems = []
+    for name, instance in sorted((plan.get("instances") or {}).items()):
+        path = instance["cluster"]["model"]
+        if host in instance["nodes"] and path in found and not found[path]["files"]:
+            problems.append("the model of instance %s, %s, does not exist or holds no file (ascend_instances.%s.model, "
+                            "else ascend_model)" % (name, path, name))
+    return problems
+
+
 def node_ports(plan, host):
     """[(port, variable)] this node's services listen on."""
     cluster, node = plan["cluster"], plan["nodes"][host]
@@ -148,6 +162,6 @@ def node_checks(probe, plan, host, context):
     engine_problems, engine_note, engine_summary = _engine(probe, cluster, context, host)
     problems += engine_problems + list(probe["service"]["problems"])
     model_problems, model_note, model_summary = _model(probe, cluster, context, host)
-    problems += model_problems + _port_problems(probe, plan, host)
+    problems += model_problems + _instance_model_problems(probe, plan, host, context) + _port_problems(probe, plan, host)
     notes += [note for note in (engine_note, model_note) if note]
     return {"problems": problems, "notes": notes, "engine_summary": engine_summary, "model_summary": model_summary}

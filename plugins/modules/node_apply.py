@@ -134,6 +134,31 @@ options:
     type: list
     elements: path
     default: []
+  sweep:
+    description:
+      - Files of a directory that only an earlier desired state named (an instance no longer planned), removed as
+        O(absent) ones are; found here, so the phase needs no read of its own.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      directory:
+        description: The directory; a missing one holds nothing to sweep.
+        type: path
+        required: true
+      pattern:
+        description: A Python regular expression a file's name matches whole.
+        type: str
+        required: true
+      keep:
+        description: The names to keep (those the desired state names).
+        type: list
+        elements: str
+        default: []
+      units:
+        description: The files are systemd units, stopped and disabled (as O(units) V(absent) ones) before they go.
+        type: bool
+        default: false
   account:
     description:
       - The service account and its own group, created before anything is written. An existing account whose
@@ -390,6 +415,7 @@ units:
 """
 
 import os
+import re
 import socket
 import time
 
@@ -433,6 +459,9 @@ ARGUMENT_SPEC = dict(
         path=dict(type="path", required=True), marker=dict(type="str", required=True),
         block=dict(type="str", required=True))),
     absent=dict(type="list", elements="path", default=[]),
+    sweep=dict(type="list", elements="dict", default=[], options=dict(
+        directory=dict(type="path", required=True), pattern=dict(type="str", required=True),
+        keep=dict(type="list", elements="str", default=[]), units=dict(type="bool", default=False))),
     account=dict(type="dict", options=dict(
         user=dict(type="str", required=True), group=dict(type="str", required=True),
         home=dict(type="path", required=True), shell=dict(type="path", default="/usr/sbin/nologin"),
@@ -477,6 +506,7 @@ class Apply(object):
 
     def read(self):
         params = self.params
+        self.read_sweeps()
         files = [os.path.normpath(spec["path"]) for spec in params["files"]]
         absent = [os.path.normpath(path) for path in params["absent"]]
         for unit in params["units"]:
@@ -495,6 +525,27 @@ class Apply(object):
         self.pending = {account["user"], account["group"]} if account and self.account_commands else ()
         self.read_paths()
         self.read_hostname()
+
+    def read_sweeps(self):
+        """Each sweep's files added to the absent paths (and its units, stopped and disabled, to the units)."""
+        params = self.params
+        named = set(unit["name"] for unit in params["units"])
+        for sweep in params["sweep"]:
+            directory = sweep["directory"]
+            names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+            for name in names:
+                path = os.path.join(directory, name)
+                if name in sweep["keep"] or not re.fullmatch(sweep["pattern"], name) or not os.path.isfile(path):
+                    continue
+                if path not in params["absent"]:
+                    params["absent"].append(path)
+                if sweep["units"] and name not in named:
+                    named.add(name)
+                    unit = dict((key, spec.get("default")) for key, spec in UNIT_OPTIONS.items())
+                    unit.update(name=name, file=path, state="absent")
+                    for key in ("restart_on", "try_restart_on", "reload_on"):
+                        unit[key] = []
+                    params["units"].append(unit)
 
     def read_units(self):
         names = [unit["name"] for unit in self.params["units"]]

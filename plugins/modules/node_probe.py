@@ -64,6 +64,12 @@ options:
       - The node's record of the model copied to it (its manifest, written by the model role). Where it records
         O(model), the files are compared with it by names and sizes instead of only counted.
     type: path
+  models:
+    description:
+      - More model directories (several instances' models), each counted as O(model) is, without a record.
+    type: list
+    elements: path
+    default: []
   engine:
     description:
       - The engine to look for; omit to skip. Its serve O(engine.program) is looked up in
@@ -212,6 +218,11 @@ model:
   returned: always
   type: dict
   sample: {files: 12, bytes: 15231233024, digest: null, mismatch: null}
+models:
+  description: The files and bytes of each of O(models), by path (C(files) 0 where it does not exist).
+  returned: always
+  type: dict
+  sample: {/models/embed: {files: 3, bytes: 1024}}
 engine:
   description:
     - The serve C(program) found (null when none), the C(interpreter) that runs it, the installed C(versions)
@@ -500,6 +511,7 @@ def main():
             device_map=dict(type="dict", default={}),
             model=dict(type="path"),
             model_record=dict(type="path"),
+            models=dict(type="list", elements="path", default=[]),
             engine=dict(type="dict", options=dict(
                 program=dict(type="str", required=True),
                 python_env=dict(type="path", required=True),
@@ -559,6 +571,10 @@ def main():
             service_account.found_group(user)))
     found_model, model_problems = _model(model, account) if model else (None, [])
     service["problems"].extend(model_problems)
+    models = {}
+    for path in module.params["models"]:
+        models[path], problems_of_path = _model(path, account)
+        service["problems"].extend(problems_of_path)
     if found_model is not None:
         found_model["digest"], found_model["mismatch"] = _model_record(model, module.params["model_record"])
     module.exit_json(
@@ -573,6 +589,7 @@ def main():
         cann_problems=problems,
         driver=cann.driver(_read(os.path.join(module.params["ascend_home"], "driver", "version.info"))),
         model=found_model,
+        models=models,
         engine=engine,
         listeners=sockets,
         container_mounts_missing=[p for p in container.DRIVER_MOUNTS if not os.path.exists(p)]

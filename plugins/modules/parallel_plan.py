@@ -512,7 +512,7 @@ instances:
   description:
     - With O(instances), each instance's plan by name, shaped as one model's (C(cluster) and C(nodes), as RV(cluster)
       and RV(nodes) describe them) on the instance's hosts and NPUs; its C(cluster) also holds C(instance) (its
-      name), C(hccl_base_port) (the first of its C(HCCL_IF_BASE_PORT) range) and its own unit and file names
+      name), C(hccl_base_ports) (by host, the first port of its C(HCCL_IF_BASE_PORT) range there) and its own unit and file names
       (C(ascend-serve-NAME.service), C(serve-NAME.env), ...). RV(cluster) then holds what the instances share
       (runtime, paths, service account; the engine where all run the same) with C(instance_names), C(node_order)
       and C(mooncake_ports); RV(nodes) each host's address, role in the cluster and C(instances) (the names of

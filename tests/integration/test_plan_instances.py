@@ -25,7 +25,7 @@ def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tm
                 assert held[device] == name
                 assert picture[host][device][1] == name
             assert entry["env"]["ASCEND_RT_VISIBLE_DEVICES"] == ",".join(str(d) for d in entry["visible_devices"])
-            assert entry["env"]["HCCL_IF_BASE_PORT"] == str(entry["cluster"]["hccl_base_port"])
+            assert entry["env"]["HCCL_IF_BASE_PORT"] == str(entry["cluster"]["hccl_base_ports"][host])
         ports = []
         for span in plan["ports"]:
             ports.extend(range(span["port"], span["port"] + span["count"]))
@@ -116,3 +116,8 @@ def test_bad_instances_are_refused_naming_instance_variable_and_host(run_plan, t
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert plans["node1"]["npus"] == {"0": "chat", "1": "chat", "2": "chat", "3": "chat", "4": "embed",
                                       "5": "embed", "6": None, "7": None}
+
+
+def test_example_11_pins_what_shares_a_host(run_plan):
+    proc, _plans = run_plan(EXAMPLE)
+    assert proc.returncode == 0 and "[WARNING]" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr

@@ -22,8 +22,8 @@ EMBED_TOKEN = "sim-embed-token-9b7e"
 # What the planner allocates (instances in name order: big, chat-a, chat-b, embed): per node, each instance's
 # unit -> (NPUs, API port or None on a headless node, HCCL_IF_BASE_PORT).
 EXPECTED = {
-    N1: {"chat-a": ("0,1,2,3", "8000", "60000"), "embed": ("4,5,6,7", "8001", "60032")},
-    N2: {"chat-b": ("0,1,2,3", "8000", "60000"), "embed": ("4,5,6,7", None, "60032")},
+    N1: {"chat-a": ("0,1,2,3", "8000", "60000"), "embed": ("4,5,6,7", "8001", "60128")},
+    N2: {"chat-b": ("0,1,2,3", "8000", "60000"), "embed": ("4,5,6,7", None, "60128")},
     N3: {"big": ("0,1,2,3,4,5,6,7", "8000", "60000")},
 }
 MODELS = {"chat-a": "qwen", "chat-b": "qwen", "embed": "/models/embed", "big": "/models/big"}
@@ -111,6 +111,20 @@ def test_status_shows_every_instance():
     assert "API http://%s:8001: /health 200" % address_of(node(N1)) in out
 
 
+def test_a_missing_instance_model_is_refused_naming_the_instance():
+    host = node(N3)
+    host.check_output("mv /models/big /models/big.away")
+    try:
+        rc, out = playbook("check.yml")
+    finally:
+        host.check_output("mv /models/big.away /models/big")
+    assert rc != 0
+    assert ("host fleet-n3: the model of instance big, /models/big, does not exist or holds no file "
+            "(ascend_instances.big.model, else ascend_model)") in out, out
+    # fleet-n1 holds the same directories but runs no instance of /models/big: nothing said of it there.
+    assert "host fleet-n1: the model" not in out
+
+
 def pid(host, instance):
     return int(host.check_output("systemctl show -p MainPID --value %s" % unit(instance)))
 
@@ -127,24 +141,31 @@ def test_restart_takes_the_instance_it_is_given():
             assert after[(name, instance)] == was, (name, instance)
 
 
-def test_an_instance_removed_from_the_inventory_is_stopped_and_removed():
+def test_instances_removed_from_the_inventory_are_stopped_and_removed():
+    # chat-a shares fleet-n1 with embed, big is alone on fleet-n3; chat-b and embed are pinned (devices, api_port).
     left = {"ascend_instances": {
-        "chat-a": {"served_model_name": "qwen", "hosts": [N1], "npus_per_host": 4, "tensor_parallel_size": 4},
-        "chat-b": {"served_model_name": "qwen", "hosts": [N2], "npus_per_host": 4, "tensor_parallel_size": 4},
-        "embed": {"model": "/models/embed", "hosts": [N1, N2], "npus_per_host": 4, "tensor_parallel_size": 2,
-                  "data_parallel_size": 4, "extra_env": {"EMBED_TOKEN": EMBED_TOKEN}},
+        "chat-b": {"served_model_name": "qwen", "hosts": [N2], "devices": {N2: [0, 1, 2, 3]}, "api_port": 8000,
+                   "tensor_parallel_size": 4},
+        "embed": {"model": "/models/embed", "hosts": [N1, N2], "devices": {N1: [4, 5, 6, 7], N2: [4, 5, 6, 7]},
+                  "api_port": 8001, "tensor_parallel_size": 2, "data_parallel_size": 4,
+                  "extra_env": {"EMBED_TOKEN": EMBED_TOKEN}},
     }}
-    before = {(name, i): pid(node(name), i) for name in (N1, N2) for i in EXPECTED[name]}
+    kept = {(N1, "embed"): pid(node(N1), "embed"), (N2, "embed"): pid(node(N2), "embed"),
+            (N2, "chat-b"): pid(node(N2), "chat-b")}
     with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
         json.dump(left, handle)
         handle.flush()
         rc, out = playbook("serve.yml", "-e", "@" + handle.name)
     assert rc == 0, out
-    host = node(N3)
-    assert not host.file("/etc/systemd/system/ascend-serve-big.service").exists
-    assert not host.file("/etc/ascend-inference/serve-big.env").exists
-    assert host.run("systemctl is-active %s" % unit("big")).stdout.strip() != "active"
-    assert "ascend-serve-big.service is in no instance of the plan: stopped and removed" in out
-    # The others were left running as they were.
-    assert {key: pid(node(key[0]), key[1]) for key in before} == before
-    assert recap(out)[N1] == 0 and recap(out)[N2] == 0, out
+    for name, instance in ((N3, "big"), (N1, "chat-a")):
+        host = node(name)
+        for path in ("/etc/systemd/system/%s" % unit(instance), "/etc/ascend-inference/serve-%s.env" % instance,
+                     "/etc/ascend-inference/node-%s.env" % instance, "/etc/ascend-inference/secrets-%s.env" % instance):
+            assert not host.file(path).exists, (name, path)
+        assert host.run("systemctl is-active %s" % unit(instance)).stdout.strip() != "active"
+        # The apply's own lines say it.
+        assert "%s: /etc/systemd/system/%s removed" % (name, unit(instance)) in out, out
+        assert "%s: %s stopped" % (name, unit(instance)) in out, out
+    # The pinned instances were left running as they were, their files untouched.
+    assert {key: pid(node(key[0]), key[1]) for key in kept} == kept
+    assert recap(out)[N2] == 0, out

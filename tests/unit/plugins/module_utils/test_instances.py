@@ -84,8 +84,10 @@ def test_every_port_on_a_host_has_one_owner():
 def test_each_instance_has_its_own_hccl_range_and_names():
     plan = fleet_plan()
     a1, b = plan["instances"]["a1"], plan["instances"]["b"]
-    assert a1["cluster"]["hccl_base_port"] == 60000 and b["cluster"]["hccl_base_port"] == 60032
-    assert b["nodes"]["n2"]["env"]["HCCL_IF_BASE_PORT"] == "60032"
+    # 60000 + 32 x the lowest physical ID the instance uses on the host: b holds NPUs 4-7 on n1 and n2.
+    assert a1["cluster"]["hccl_base_ports"] == {"n1": 60000} and b["cluster"]["hccl_base_ports"] == {
+        "n1": 60128, "n2": 60128}
+    assert b["nodes"]["n2"]["env"]["HCCL_IF_BASE_PORT"] == "60128"
     assert b["cluster"]["units"]["serve"] == "ascend-serve-b.service"
     assert b["cluster"]["units"]["firewall"] == "ascend-firewall.service"
     assert b["cluster"]["serve_env_file"] == "/etc/ascend-inference/serve-b.env"
@@ -110,9 +112,11 @@ def test_physical_ids_set_the_hccl_span():
     node_list = nodes(1, device_map={"0": 20})
     plan = fleet_plan({"x": {"npus_per_host": 1}, "y": {"npus_per_host": 1}}, node_list)
     assert plan["instances"]["x"]["nodes"]["n1"]["physical_devices"] == [20]
-    assert plan["instances"]["x"]["cluster"]["hccl_base_port"] == 60000
-    # x binds up to 60000 + 20 + 16: y's range starts at the next multiple of 16 past it.
-    assert plan["instances"]["y"]["cluster"]["hccl_base_port"] == 60000 + 48
+    # x's NPU 0 is /dev/davinci20: its base is 60000 + 32 x 20 and it binds up to 20 + 16 past it.
+    assert plan["instances"]["x"]["cluster"]["hccl_base_ports"] == {"n1": 60640}
+    assert plan["instances"]["y"]["cluster"]["hccl_base_ports"] == {"n1": 60032}
+    spans = dict((s["owner"], s) for s in plan["allocation"]["ports"]["n1"] if s["what"] == "HCCL_IF_BASE_PORT")
+    assert spans["x"]["count"] == 48 and spans["y"]["count"] == 32
 
 
 def test_allocation_stays_out_of_mooncake_ray_and_model_transfer_ports():
@@ -282,3 +286,27 @@ def test_the_plan_keeps_what_the_roles_read_of_the_cluster():
     assert nodes_found["n1"]["instances"] == ["a1", "b"] and nodes_found["n3"]["instances"] == ["c"]
     assert nodes_found["n2"]["visible_devices"] == list(range(8)) and not nodes_found["n1"]["serves_api"]
     assert nodes_found["n3"]["node_ip"] == "10.0.0.3"
+
+
+def test_an_instances_bad_secret_is_named_without_its_value():
+    found = problems({"a": {"extra_env": {"A_TOKEN": "top\nsecret"}}}, nodes(1))
+    assert len(found) == 1 and found[0].startswith(
+        "instance a: ascend_instances.a.extra_env.A_TOKEN holds a control character ('\\n')")
+    assert "secret" not in found[0].replace("A_TOKEN", "")
+
+
+def test_what_the_planner_chose_on_a_shared_host_is_named_and_pinning_keeps_it():
+    plan = fleet_plan({"a": {"hosts": ["n1"], "npus_per_host": 4}, "b": {"hosts": ["n1"], "npus_per_host": 4},
+                       "c": {"hosts": ["n2"]}})
+    assert plan["warnings"] == [
+        "instance a shares hosts with b: its api_port 8000 and its NPUs are allocated in name order, so adding or "
+        "removing an instance before it moves them and restarts it; set api_port and devices to keep them",
+        "instance b shares hosts with a: its api_port 8001 and its NPUs are allocated in name order, so adding or "
+        "removing an instance before it moves them and restarts it; set api_port and devices to keep them"]
+    pinned = {"b": {"hosts": ["n1"], "devices": {"n1": [4, 5, 6, 7]}, "api_port": 8001},
+              "c": {"hosts": ["n2"]}}
+    alone = fleet_plan(pinned)
+    together = fleet_plan(dict(pinned, a={"hosts": ["n1"], "devices": {"n1": [0, 1, 2, 3]}, "api_port": 8000}))
+    assert alone["warnings"] == [] and together["warnings"] == []
+    # b keeps its node entry (command, environment, HCCL range) whether a is there or not: nothing restarts it.
+    assert alone["instances"]["b"]["nodes"] == together["instances"]["b"]["nodes"]

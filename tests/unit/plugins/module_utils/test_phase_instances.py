@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import re
 
 import pytest
 
@@ -109,28 +110,35 @@ def test_each_instance_runs_its_own_unit_on_its_hosts_only():
     assert "--headless" in chat["values"]["exec_start"]
 
 
-def test_an_instance_no_longer_planned_and_the_single_models_unit_are_removed():
+def sweeps(state):
+    return dict((sweep["directory"], sweep) for sweep in state["sweep"])
+
+
+def test_what_no_instance_on_the_node_names_is_swept():
     plan = make_plan()
-    node = FakeNode("h", plan, listed=["ascend-serve-old.service", "ascend-serve.service", "ascend-serve-chat.service",
-                                       "ascend-ray.service"])
-    result = phase_instances.serve(node, SERVE)
-    state = result["apply"]
+    state = phase_instances.serve(FakeNode("h", plan), SERVE)["apply"]
     accepted(state)
-    found = units(state)
-    assert found["ascend-serve-old.service"]["state"] == "absent"
-    assert found["ascend-serve.service"]["state"] == "absent"
-    assert "ascend-ray.service" not in found
-    assert {"/etc/systemd/system/ascend-serve-old.service", "/etc/ascend-inference/serve-old.env",
-            "/etc/ascend-inference/serve.env"} <= set(state["absent"])
-    assert result["notes"] == ["ascend-serve-old.service, ascend-serve.service is in no instance of the plan: "
-                               "stopped and removed"]
-    # Without the stale units the same plan removes nothing else.
-    clean = phase_instances.serve(FakeNode("h", plan, listed=["ascend-serve-chat.service"]), SERVE)
-    assert not [u for u in clean["apply"]["units"] if u["state"] == "absent" and "old" in u["name"]]
+    found = sweeps(state)
+    # Every serve unit but the instances' on this node (the single model's included), stopped first.
+    swept_units = found["/etc/systemd/system"]
+    assert swept_units["keep"] == ["ascend-serve-chat.service", "ascend-serve-embed.service"] and swept_units["units"]
+    assert re.fullmatch(swept_units["pattern"], "ascend-serve.service")
+    assert re.fullmatch(swept_units["pattern"], "ascend-serve-old.service")
+    assert not re.fullmatch(swept_units["pattern"], "ascend-ray.service")
+    env = found["/etc/ascend-inference"]
+    assert env["keep"] == sorted(["serve-chat.env", "node-chat.env", "secrets-chat.env", "serve-embed.env",
+                                  "node-embed.env", "secrets-embed.env"])
+    for name in ("serve.env", "serve-old.env", "node-old.env", "secrets-old.env"):
+        assert re.fullmatch(env["pattern"], name), name
+    # node.env and secrets.env are node_env's to sweep.
+    assert not re.fullmatch(env["pattern"], "node.env") and not re.fullmatch(env["pattern"], "secrets.env")
+    # On w, embed (not there) keeps nothing.
+    worker = sweeps(phase_instances.serve(FakeNode("w", plan), SERVE)["apply"])
+    assert worker["/etc/systemd/system"]["keep"] == ["ascend-serve-chat.service"]
 
 
 def test_one_model_again_removes_the_instances_units():
-    # ascend_instances emptied: the single model of the ascend_* variables, whose serve phase removes what the
+    # ascend_instances emptied: the single model of the ascend_* variables, whose phases sweep what the
     # instances left.
     params = dict((name, spec.get("default")) for name, spec in ARGUMENT_SPEC.items())
     params.update(engine="vllm-ascend", model="/models/m", launcher="mp", nodes=copy.deepcopy(NODES), instances={},
@@ -138,16 +146,24 @@ def test_one_model_again_removes_the_instances_units():
     params.pop("check_nodes")
     single = answer(params)
     assert not single.get("failed") and "instances" not in single
-    node = FakeNode("h", single, listed=["ascend-serve-chat.service", "ascend-serve.service"])
-    state = phase_instances.serve(node, SERVE)["apply"]
-    assert units(state)["ascend-serve-chat.service"]["state"] == "absent"
+    state = phase_instances.serve(FakeNode("h", single), SERVE)["apply"]
     assert units(state)["ascend-serve.service"]["state"] == "started"
-    assert "/etc/ascend-inference/serve-chat.env" in state["absent"]
+    found = sweeps(state)
+    assert found["/etc/systemd/system"]["keep"] == ["ascend-serve.service"]
+    assert found["/etc/ascend-inference"]["keep"] == ["serve.env"]
+    cann = {"cann_env": {"set_env": "/set_env.sh", "rc": 0, "variables": {}}}
+    node = FakeNode("h", single, applied={"h": {"preflight": cann}})
+    env = phase_instances.node_env(node, NODE_ENV)["apply"]
+    assert sweeps(env)["/etc/ascend-inference"]["keep"] == ["node.env", "secrets.env"]
+    assert re.fullmatch(sweeps(env)["/etc/ascend-inference"]["pattern"], "secrets-chat.env")
+    with pytest.raises(Refused) as refused:
+        phase_restart.serve(FakeNode("h", single), {"instances": "chat"})
+    assert str(refused.value).startswith("serve_restart_instances names chat, but ascend_instances is not set")
 
 
 def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     plan = make_plan()
-    node = FakeNode("h", plan, listed=["node.env", "secrets.env", "node-gone.env", "node-chat.env", "serve-chat.env"],
+    node = FakeNode("h", plan,
                     applied={"h": {"preflight": {"cann_env": {"set_env": "/set_env.sh", "rc": 0, "variables": {}}}}})
     result = phase_instances.node_env(node, NODE_ENV)
     state = result["apply"]
@@ -155,14 +171,18 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     written = [f["path"] for f in state["files"]]
     assert "/etc/ascend-inference/node-chat.env" in written and "/etc/ascend-inference/node-embed.env" in written
     assert "/etc/profile.d/ascend-inference.sh" not in written
-    assert set(state["absent"]) == {"/etc/ascend-inference/node.env", "/etc/ascend-inference/secrets.env",
-                                    "/etc/ascend-inference/node-gone.env", "/etc/profile.d/ascend-inference.sh"}
+    assert state["absent"] == ["/etc/profile.d/ascend-inference.sh"]
+    swept = sweeps(state)["/etc/ascend-inference"]
+    assert swept["keep"] == ["node-chat.env", "secrets-chat.env", "node-embed.env", "secrets-embed.env"]
+    for name in ("node.env", "secrets.env", "node-gone.env", "secrets-gone.env"):
+        assert re.fullmatch(swept["pattern"], name), name
+    assert not re.fullmatch(swept["pattern"], "serve-chat.env")
     chat = next(f for f in state["files"] if f["path"] == "/etc/ascend-inference/node-chat.env")
     embed = next(f for f in state["files"] if f["path"] == "/etc/ascend-inference/node-embed.env")
     assert 'ASCEND_RT_VISIBLE_DEVICES="0,1"' in chat["values"]["environment"]
     assert 'ASCEND_RT_VISIBLE_DEVICES="2,3"' in embed["values"]["environment"]
     assert 'HCCL_IF_BASE_PORT="60000"' in chat["values"]["environment"]
-    assert 'HCCL_IF_BASE_PORT="60032"' in embed["values"]["environment"]
+    assert 'HCCL_IF_BASE_PORT="60064"' in embed["values"]["environment"]
     assert 'CHAT_LOG="1"' in chat["values"]["environment"] and "CHAT_LOG" not in embed["values"]["environment"]
     # Secrets: the cluster's in every instance's file, an instance's own only in its own; never in node-*.env.
     secrets = state["secrets"]
@@ -194,6 +214,9 @@ def test_restart_takes_every_instance_or_those_named():
     with pytest.raises(Refused) as refused:
         phase_restart.serve(FakeNode("h", plan), {"instances": ["chta"]})
     assert str(refused.value) == "no instance chta in ascend_instances (it has chat, embed)"
+    # As -e gives them: text, spaces allowed.
+    both = phase_restart.serve(FakeNode("h", plan), {"instances": "chat, embed"})
+    assert both["record"]["instances"] == ["chat", "embed"]
 
 
 def test_status_reports_each_instance():
@@ -222,3 +245,25 @@ def test_status_reports_each_instance():
     with pytest.raises(Refused) as refused:
         phase_status.report(Status("h", plan, applied=records), {})
     assert "- instance chat: w: ascend-serve-chat.service is not active" in str(refused.value)
+
+
+def test_each_instances_model_is_checked_where_it_runs():
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_preflight, preflight_checks
+    plan = make_plan()
+
+    class Probe(FakeNode):
+        def run(self, module, args):
+            self.ran.append((module, args))
+            return {"failed": False, "ipv4": {}, "npu_smi": {"rc": 0}, "npu": {"chips": [], "device_map": {},
+                                                                               "family": None},
+                    "service": {"device_group": None}, "engine": None}
+
+    probe = Probe("w", plan)
+    phase_preflight.desired(probe, {"check_models": True, "context": {}, "model": None})
+    # w runs chat only (embed is on h): chat's model is ascend_model's.
+    assert probe.ran[0][1]["models"] == ["/models/m"]
+    found = {"models": {"/models/m": {"files": 0, "bytes": 0}, "/models/e": {"files": 2, "bytes": 9}}}
+    assert preflight_checks._instance_model_problems(found, plan, "w", {}) == [
+        "the model of instance chat, /models/m, does not exist or holds no file (ascend_instances.chat.model, else "
+        "ascend_model)"]
+    assert preflight_checks._instance_model_problems(found, plan, "h", {"model_pending": True}) == []

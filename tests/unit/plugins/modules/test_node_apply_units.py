@@ -238,3 +238,33 @@ def test_a_kept_directory_is_only_created(run_module, systemd, tmp_path):
     assert oct(os.stat(str(cache)).st_mode & 0o777) == "0o700"
     cache.rmdir()
     assert run_module(node_apply.main, {"directories": [kept]}).result["changed_paths"] == [str(cache)]
+
+
+def test_a_sweep_stops_and_removes_what_only_an_earlier_state_named(run_module, systemd, tmp_path):
+    units, config = tmp_path / "units", tmp_path / "config"
+    units.mkdir()
+    config.mkdir()
+    for name in ("ascend-serve-old.service", "ascend-serve-chat.service", "ascend-ray.service"):
+        (units / name).write_text("[Service]\n")
+    for name in ("serve-old.env", "node-old.env", "serve-chat.env", "node.env"):
+        (config / name).write_text("X=1\n")
+    fake = systemd({"ascend-serve-old.service": RUNNING, "ascend-serve-chat.service": RUNNING})
+    done = run_module(node_apply.main, {"sweep": [
+        {"directory": str(units), "pattern": r"ascend-serve(-[a-z0-9-]+)?\.service",
+         "keep": ["ascend-serve-chat.service"], "units": True},
+        {"directory": str(config), "pattern": r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env",
+         "keep": ["serve-chat.env"]},
+        # A directory that does not exist holds nothing to sweep.
+        {"directory": str(tmp_path / "none"), "pattern": ".*"}]}).result
+    assert fake.calls == [["systemctl", "stop", "ascend-serve-old.service"],
+                          ["systemctl", "disable", "ascend-serve-old.service"], ["systemctl", "daemon-reload"]]
+    assert sorted(os.listdir(str(units))) == ["ascend-ray.service", "ascend-serve-chat.service"]
+    assert sorted(os.listdir(str(config))) == ["node.env", "serve-chat.env"]
+    assert sorted(done["removed_paths"]) == sorted([str(units / "ascend-serve-old.service"),
+                                                    str(config / "node-old.env"), str(config / "serve-old.env")])
+    # Nothing left to sweep: nothing done.
+    fake = systemd({"ascend-serve-chat.service": RUNNING})
+    again = run_module(node_apply.main, {"sweep": [
+        {"directory": str(units), "pattern": r"ascend-serve(-[a-z0-9-]+)?\.service",
+         "keep": ["ascend-serve-chat.service"], "units": True}]}).result
+    assert fake.calls == [] and not again["changed"]
