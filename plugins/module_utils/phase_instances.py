@@ -4,7 +4,8 @@
 """The per-instance phases of a plan of several instances (ascend_instances), as one apply per node: each
 instance's desired state is the single-model phase's, computed on the instance's own plan (a view of the node
 whose ``plan`` is the instance's), and the states are merged; an instance that does not run on the node, or is no
-longer in the inventory, leaves nothing there. A plan of one model goes to the phase unchanged."""
+longer in the inventory, leaves nothing there (node_apply's sweeps find what an earlier plan left). A plan of one
+model goes to the phase as before, with the sweeps of what instances left."""
 
 from __future__ import absolute_import, division, print_function
 
