@@ -53,8 +53,8 @@ MOONCAKE_PORTS_PER_NPU = 1000
 RAY_RESERVED = [(port, 1, what) for port, what in sorted(input_rules.RAY_FIXED_PORTS.items())] + [
     (input_rules.RAY_WORKER_PORTS[0], input_rules.RAY_WORKER_PORTS[1] - input_rules.RAY_WORKER_PORTS[0] + 1,
      "Ray's worker ports")]
-# Where each kind of port is allocated from when the instance sets none: the cluster variable's value.
-PORT_KEYS = (("api_port", "ascend_api_port"), ("dp_rpc_port", "ascend_dp_rpc_port"), ("ray_port", "ascend_ray_port"))
+# The ports an instance may set; one it does not is allocated from the cluster variable's value (ascend_<key>) up.
+PORT_KEYS = ("api_port", "dp_rpc_port", "ray_port")
 
 
 def variable(instance, key):
@@ -143,15 +143,6 @@ class _Ports:
     def table(self):
         return dict((host, [{"port": s, "count": c, "owner": o, "what": w} for s, c, o, w in sorted(spans)])
                     for host, spans in self.taken.items())
-
-
-def _capacity(node):
-    """The NPU logic IDs a node has (ascend_npu_devices, else 0..ascend_npus_per_node-1)."""
-    devices = node.get("npu_devices")
-    if devices is None:
-        count = node.get("npus_per_node") or planner.NODE_DEFAULTS["npus_per_node"]
-        return list(range(count)) if isinstance(count, int) and count > 0 else []
-    return list(devices) if isinstance(devices, list) else []
 
 
 def _hosts(name, settings, cluster_hosts, problems):
@@ -298,7 +289,8 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None):
         problems.append("ascend_runtime: container runs one engine container per node; with ascend_instances the "
                         "instances run on the host (ascend_runtime: host)")
     hosts_of = dict((name, _hosts(name, instances[name], cluster_hosts, problems)) for name in names)
-    capacity = dict((host, _capacity(by_name[host])) for host in cluster_hosts)
+    # The node's NPUs as make_plan reads them; its problems are make_plan's to name (on the instance's plan).
+    capacity = dict((host, planner._node_devices(by_name[host], planner._Checker())[0]) for host in cluster_hosts)
     shares, owner = _shares(names, instances, hosts_of, capacity, problems)
     merged = dict((name, _merged(settings, instances[name])) for name in names)
     for name in names:
@@ -401,17 +393,17 @@ def _unpinned(names, instances, hosts_of, plans):
         sharing = sorted(other for other in names if other != name and set(hosts_of[other]) & set(hosts_of[name]))
         if not sharing:
             continue
-        chosen = []
+        chosen, pins = [], []
         if instances[name].get("api_port") is None:
             chosen.append("its api_port %s" % plans[name]["cluster"]["api_port"])
+            pins.append("api_port")
         if instances[name].get("devices") is None:
             chosen.append("its NPUs")
+            pins.append("devices")
         if chosen:
             warnings.append("instance %s shares hosts with %s: %s are allocated in name order, so adding or removing an "
                             "instance before it moves them and restarts it; set %s to keep them"
-                            % (name, ", ".join(sharing), " and ".join(chosen),
-                               " and ".join(key for key, value in (("api_port", "api_port"), ("devices", "NPUs"))
-                                            if any(value in text for text in chosen))))
+                            % (name, ", ".join(sharing), " and ".join(chosen), " and ".join(pins)))
     return warnings
 
 
@@ -469,18 +461,10 @@ def hccl_span(physical_ids):
 
 
 def _physical_ids(share, nodes):
-    """{host: the physical IDs (/dev/davinciN) of an instance's share there}, through each node's device map."""
-    found = {}
-    for host, devices in share.items():
-        mapping = {}
-        for logic, physical in (nodes[host].get("device_map") or {}).items():
-            try:
-                mapping[int(logic)] = int(physical)
-            except (TypeError, ValueError):
-                continue  # make_plan names the bad entry
-        if devices:
-            found[host] = [mapping.get(device, device) for device in devices]
-    return found
+    """{host: the physical IDs (/dev/davinciN) of an instance's share there}, as make_plan maps them (its problems
+    are make_plan's to name)."""
+    return dict((host, planner._physical_devices(nodes[host], devices, planner._Checker()))
+                for host, devices in share.items() if devices)
 
 
 def _allocate(names, instances, merged, hosts_of, settings, ports, physical):
@@ -489,7 +473,7 @@ def _allocate(names, instances, merged, hosts_of, settings, ports, physical):
     wanted = dict((name, _wanted(merged[name], hosts_of[name])) for name in names)
     # Ports the inventory set first, so that an allocation steps around them.
     for name in names:
-        for key, cluster_variable in PORT_KEYS:
+        for key in PORT_KEYS:
             value = instances[name].get(key)
             # A port the instance sets is held even where it opens none there: no other owner gets that number.
             if value is not None:
@@ -499,7 +483,7 @@ def _allocate(names, instances, merged, hosts_of, settings, ports, physical):
                 ports.claim(hosts_of[name], value, 1, name, key, variable(name, key))
                 out[name]["settings"][key] = value
     for name in names:
-        for key, cluster_variable in PORT_KEYS:
+        for key in PORT_KEYS:
             if key in wanted[name] and key not in out[name]["settings"]:
                 base = settings.get(key) if planner._is_int(settings.get(key)) else planner.DEFAULTS[key]
                 out[name]["settings"][key] = ports.allocate(hosts_of[name], base, 1, name, key)
