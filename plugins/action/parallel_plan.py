@@ -49,6 +49,10 @@ class ActionModule(ActionBase):
             if "instances" not in self._task.args:
                 # The same for ascend_instances, whose extra_env may hold secrets too.
                 params["instances"] = self._templar.template(task_vars.get("ascend_instances"))
+            groups = task_vars.get("groups") or {}
+            if params["router_hosts"] is None and "ascend_router" in groups:
+                # An empty group is refused by the planner, not taken for the default.
+                params["router_hosts"] = list(groups["ascend_router"])
         # Secret variables reach the planner by name only, with what is wrong with their values.
         public, secret = input_rules.split_env(params["extra_env"])
         params["extra_env"] = public
@@ -60,7 +64,7 @@ class ActionModule(ActionBase):
         result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
         if check_nodes:
             # A plan of instances is judged with each instance's ports and model.
-            plan = dict((key, result[key]) for key in ("cluster", "nodes", "instances") if key in result)
+            plan = dict((key, result[key]) for key in ("cluster", "nodes", "instances", "router") if key in result)
             report, problems = self.node_report(task_vars, plan)
             result["node_problems"] = problems
             if report:

@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.ascend.inference.plugins.module_utils import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils import planner
+from ansible_collections.ascend.inference.plugins.module_utils import router_plan
 
 # An instance's name becomes part of unit names (ascend-serve-NAME.service) and file names.
 NAME = re.compile(r"[a-z][a-z0-9-]{0,22}[a-z0-9]|[a-z]")
@@ -261,11 +262,14 @@ def units(name):
     return {"ray": "ascend-ray-%s.service" % name, "serve": "ascend-serve-%s.service" % name}
 
 
-def make_fleet_plan(settings, nodes, instances, model_configs=None):
+def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None):
     """Plan every instance of ascend_instances. SETTINGS: the cluster's (planner.DEFAULTS keys, engine, model), every
     instance's defaults; NODES: as for make_plan; INSTANCES: {name: settings}; MODEL_CONFIGS: {name: config.json}
-    of the instances that name their own model (else the model's checks are skipped for them). Returns {"instances": {name: plan},
-    "allocation": {...}, "cluster": {...}, "warnings": [...]} or raises PlanError with every problem."""
+    of the instances that name their own model (else the model's checks are skipped for them); ROUTER: the
+    endpoint's settings (router_plan.DEFAULTS keys). Returns {"instances": {name: plan}, "allocation": {...},
+    "cluster": {...}, "nodes": {...}, "router": {...} or None, "warnings": [...]} or raises PlanError with every
+    problem."""
+    router = dict(router_plan.DEFAULTS, **(router or {}))
     problems = []
     if not isinstance(instances, dict) or not instances:
         raise planner.PlanError(["ascend_instances must be a mapping of instance names to their settings (found %r)"
@@ -303,10 +307,15 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None):
                             "with ascend_instances (each instance its own range): remove it"
                             % (name, variable(name, "extra_env")))
     problems.extend(_ray_sharing(names, merged, hosts_of))
+    first_head = (hosts_of[names[0]] or cluster_hosts)[0]
+    routers, found = router_plan.router_hosts(router, first_head, cluster_hosts)
+    problems.extend(found)
     if problems:
         raise planner.PlanError(problems)
     largest = max([len(ids) for ids in capacity.values()] + [1])
     ports = _Ports(cluster_hosts, largest)
+    if routers:
+        router_plan.claim_ports(ports, router, routers)
     if planner._is_int(settings.get("model_transfer_port")):
         ports.hold(cluster_hosts, settings["model_transfer_port"], 1, "the model role",
                    "rsync daemon (ascend_model_transfer_port)")
@@ -326,6 +335,8 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None):
         _name_instance(plan, name, allocated[name])
         plans[name] = plan
         warnings.extend("instance %s: %s" % (name, w) for w in plan.pop("warnings"))
+    if routers:
+        problems.extend(router_plan.served_name_problems([name for name in names if name in plans], plans))
     if problems:
         raise planner.PlanError(problems)
     warnings.extend(_unpinned(names, instances, hosts_of, plans))
@@ -338,6 +349,8 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None):
                                     for host in cluster_hosts)},
         "cluster": cluster,
         "nodes": fleet_nodes,
+        "router": router_plan.section(router, routers, names, plans,
+                                      dict((host, by_name[host]["node_ip"]) for host in cluster_hosts)),
         "warnings": warnings,
     }
 

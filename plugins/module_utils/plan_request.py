@@ -12,6 +12,7 @@ import json
 import os
 
 from ansible_collections.ascend.inference.plugins.module_utils.instances import deploy_problems, make_fleet_plan
+from ansible_collections.ascend.inference.plugins.module_utils import router_plan
 from ansible_collections.ascend.inference.plugins.module_utils.planner import (
     DEFAULTS,
     ENGINES,
@@ -76,7 +77,13 @@ ARGUMENT_SPEC = dict(
     # What the caller does with a plan of several instances: plan.yml shows it, the others deploy it (refused
     # where this release cannot).
     instances_use=dict(type="str", default="deploy", choices=["plan", "deploy"]),
+    # The endpoint in front of the instances (router_plan): hosts from group ascend_router (None: the default).
+    router_enabled=dict(type="bool", default=True),
+    router_hosts=dict(type="list", elements="str"),
+    router_port=dict(type="int", default=router_plan.DEFAULTS["port"]),
+    router_metrics_port=dict(type="int", default=router_plan.DEFAULTS["metrics_port"]),
 )
+ROUTER_OPTIONS = ("router_enabled", "router_hosts", "router_port", "router_metrics_port")
 
 
 def load_model_config(params):
@@ -109,18 +116,23 @@ def answer(params):
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
-                if k not in ("nodes", "model_config_path", "instances", "instances_use")}
+                if k not in ("nodes", "model_config_path", "instances", "instances_use") + ROUTER_OPTIONS}
+    router = router_plan.settings_of(params)
     settings["model_config"] = model_config
     try:
         if instances is not None:
-            fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs)
+            fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs, router)
             problems = deploy_problems(fleet) if params.get("instances_use", "deploy") == "deploy" else []
             if problems:
                 return dict(failed=True, errors=problems, msg="ascend_instances: this release cannot deploy what "
                             "is asked (playbooks/plan.yml shows the plan):\n- " + "\n- ".join(problems))
             return dict(changed=False, instances=fleet["instances"], allocation=fleet["allocation"],
-                        cluster=fleet["cluster"], nodes=fleet["nodes"], plan_warnings=fleet["warnings"],
+                        cluster=fleet["cluster"], nodes=fleet["nodes"], router=fleet["router"],
+                        plan_warnings=fleet["warnings"],
                         model_checks=model_checks)
+        problems = router_plan.single_model_problems(router)
+        if problems:
+            raise PlanError(problems)
         plan = make_plan(settings, params["nodes"])
     except PlanError as exc:
         return dict(failed=True, msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)

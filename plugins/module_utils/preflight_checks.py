@@ -127,6 +127,10 @@ def _port_problems(probe, plan, host):
         if host in instance["nodes"]:
             wanted += [(port, "ascend_instances.%s.%s" % (name, variable.replace("ascend_", "", 1)))
                        for port, variable in node_ports(instance, host)]
+    router = plan.get("router")
+    if router and host in router["hosts"]:
+        ours.add(router["unit"])
+        wanted += [(router["port"], "ascend_router_port"), (router["metrics_port"], "ascend_router_metrics_port")]
     problems = []
     for port, variable in wanted:
         holders = [s for s in probe["listeners"] if int(s["port"]) == int(port)]

@@ -220,6 +220,27 @@ options:
     type: str
     choices: [plan, deploy]
     default: deploy
+  router_enabled:
+    description:
+      - With O(instances), whether a router (HAProxy) fronts them on one endpoint (C(ascend_router_enabled)).
+    type: bool
+    default: true
+  router_hosts:
+    description:
+      - The hosts that run the router (the group C(ascend_router)); omitted - the head of the first instance in name
+        order. Read from the inventory when the group exists. Refused without O(instances).
+    type: list
+    elements: str
+  router_port:
+    description:
+      - The router's client port on its hosts (C(ascend_router_port)), held before any instance's port is chosen.
+    type: int
+    default: 8080
+  router_metrics_port:
+    description:
+      - The router's Prometheus metrics port, members only (C(ascend_router_metrics_port)).
+    type: int
+    default: 8404
   nodes:
     description:
       - The cluster's nodes, head included, in inventory order.
@@ -517,6 +538,14 @@ instances:
       (runtime, paths, service account; the engine where all run the same) with C(instance_names), C(node_order)
       and C(mooncake_ports); RV(nodes) each host's address, role in the cluster and C(instances) (the names of
       those on it), and C(serves_api) false.
+  returned: with O(instances)
+  type: dict
+router:
+  description:
+    - With O(instances) and the router enabled, the endpoint - C(hosts), C(addresses) (host to cluster address),
+      C(port), C(metrics_port), C(unit), and C(backends) (one per served model name, each with C(name),
+      C(served_model_name) and C(servers) - each replica's instance C(name), C(host) (its head), C(address) and
+      C(port)); null when disabled.
   returned: with O(instances)
   type: dict
 allocation:

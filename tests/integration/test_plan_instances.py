@@ -36,7 +36,8 @@ def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tm
     assert node1["coder"]["serve_argv"][node1["coder"]["serve_argv"].index("--port") + 1] == "8000"
     assert node1["qwen-a"]["serve_argv"][node1["qwen-a"]["serve_argv"].index("--port") + 1] == "8001"
     assert "ascend-serve-qwen-a.service" in proc.stdout
-    assert "node1: 8000 coder api_port; 8001 qwen-a api_port; 29550 coder dp_rpc_port" in proc.stdout
+    assert ("node1: 8000 coder api_port; 8001 qwen-a api_port; 8080 the router ascend_router_port; 8404 the router "
+            "ascend_router_metrics_port; 29550 coder dp_rpc_port") in proc.stdout
     assert "instance  coder  coder  coder  coder  qwen-a  qwen-a  qwen-a  qwen-a" in proc.stdout
 
 

@@ -11,6 +11,7 @@ import datetime
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
+from ansible_collections.ascend.inference.plugins.module_utils import plan_request
 from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
 
 
@@ -310,3 +311,96 @@ def test_what_the_planner_chose_on_a_shared_host_is_named_and_pinning_keeps_it()
     assert alone["warnings"] == [] and together["warnings"] == []
     # b keeps its node entry (command, environment, HCCL range) whether a is there or not: nothing restarts it.
     assert alone["instances"]["b"]["nodes"] == together["instances"]["b"]["nodes"]
+
+
+# --- The router in front of the instances (module_utils/router_plan) ---------------------------------------
+
+
+def router_fleet(router=None, instances=None, node_list=None):
+    return fleet.make_fleet_plan(settings(), node_list or nodes(), instances or FLEET, router=router)
+
+
+def refused(router=None, instances=None):
+    with pytest.raises(PlanError) as caught:
+        router_fleet(router, instances)
+    return caught.value.errors
+
+
+def test_replicas_of_one_served_name_are_one_backend_on_the_first_instances_head():
+    router = router_fleet()["router"]
+    # The default host: the head of the first instance in name order (a1 on n1).
+    assert router["hosts"] == ["n1"] and router["addresses"] == {"n1": "10.0.0.1"}
+    assert (router["port"], router["metrics_port"], router["unit"]) == (8080, 8404, "ascend-router.service")
+    backends = dict((b["served_model_name"], b) for b in router["backends"])
+    assert sorted(backends) == ["/models/big", "/models/embed", "qwen"]
+    assert backends["qwen"]["name"] == "model-a1"
+    # The rolling restart drains an instance in its model's backend, through the router's admin socket.
+    assert router["backend_of"] == {"a1": "model-a1", "a2": "model-a1", "b": "model-b", "c": "model-c"}
+    assert router["socket"] == "/run/ascend-router/admin.sock"
+    assert [(s["name"], s["host"], s["address"]) for s in backends["qwen"]["servers"]] == [
+        ("a1", "n1", "10.0.0.1"), ("a2", "n2", "10.0.0.2")]
+    # Each server is the instance's API node on the instance's own API port.
+    found = router_fleet()
+    for backend in router["backends"]:
+        for server in backend["servers"]:
+            assert server["port"] == found["instances"][server["name"]]["cluster"]["api_port"]
+
+
+def test_the_router_ports_are_held_before_any_instance_port():
+    found = router_fleet({"port": 8000, "metrics_port": 8001})
+    held = dict(((s["port"], s["owner"]) for s in found["allocation"]["ports"]["n1"]))
+    assert held[8000] == "the router" and held[8001] == "the router"
+    # a1 and b on n1 step around them; c alone on n3 keeps 8000 (the router is not there).
+    assert found["instances"]["a1"]["cluster"]["api_port"] == 8002
+    assert found["instances"]["b"]["cluster"]["api_port"] == 8003
+    assert found["instances"]["c"]["cluster"]["api_port"] == 8000
+
+
+def test_several_router_hosts_each_hold_the_ports():
+    found = router_fleet({"hosts": ["n2", "n3"]})
+    assert found["router"]["hosts"] == ["n2", "n3"]
+    for host in ("n2", "n3"):
+        assert 8080 in [s["port"] for s in found["allocation"]["ports"][host] if s["owner"] == "the router"]
+    assert not [s for s in found["allocation"]["ports"]["n1"] if s["owner"] == "the router"]
+
+
+def test_disabled_there_is_no_router_and_no_port_held():
+    found = router_fleet({"enabled": False, "hosts": []})
+    assert found["router"] is None
+    assert not [s for spans in found["allocation"]["ports"].values() for s in spans if s["owner"] == "the router"]
+
+
+@pytest.mark.parametrize("router,message", [
+    ({"hosts": []}, "group ascend_router has no host: name the hosts that run the router, or remove the group "
+                    "(the default is the head of the first instance, n1)"),
+    ({"hosts": ["gw1"]}, "group ascend_router names gw1, not in group ascend_cluster"),
+    ({"port": 0}, "ascend_router_port must be a TCP port 1-65535 (found 0)"),
+    ({"metrics_port": 10001}, "ascend_router_metrics_port 10001 is Ray's client server (reserved on every node)"),
+    ({"port": 20100}, "ascend_router_port 20100 is Mooncake's Ascend transport range 20000-27999"),
+])
+def test_router_settings_refused(router, message):
+    errors = refused(router)
+    assert any(message in error for error in errors), errors
+
+
+def test_an_instance_port_on_the_router_port_is_refused_naming_both():
+    instances = dict(FLEET, a1=dict(FLEET["a1"], api_port=8080))
+    errors = refused(instances=instances)
+    assert any("ascend_instances.a1.api_port 8080 on host n1 is the router's ascend_router_port" in e
+               for e in errors), errors
+
+
+def test_a_served_name_the_router_cannot_map_is_refused():
+    instances = dict(FLEET, c=dict(FLEET["c"], served_model_name="big model"))
+    errors = refused(instances=instances)
+    assert any("instance c: the served model name 'big model' has whitespace" in e for e in errors), errors
+
+
+def test_a_router_group_without_instances_is_refused():
+    given = ("nodes", "model_config", "model_config_path", "instances", "router_hosts")
+    defaults = dict((k, v["default"]) for k, v in plan_request.ARGUMENT_SPEC.items()
+                    if k not in settings() and k not in given and "default" in v)
+    answer = plan_request.answer(dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None,
+                                      instances=None, router_hosts=["n1"], **defaults))
+    assert answer["failed"] and "group ascend_router (n1): the router fronts the instances of ascend_instances" in \
+        answer["msg"], answer

@@ -146,3 +146,12 @@ def test_notes_name_the_cann_installation_and_a_missing_engine():
         "worker: both layouts are installed; cann is used",
         "worker: vllm is neither in /opt/ascend-inference/venv/bin nor on PATH; install vllm-ascend 0.23.0 there "
         "before serve starts (its version is not checked)"]
+
+
+def test_the_router_ports_are_judged_on_its_hosts_only():
+    plan = dict(PLAN, router={"hosts": ["head"], "port": 8080, "metrics_port": 8404, "unit": "ascend-router.service"})
+    theirs = [{"port": 8080, "process": "nginx", "pid": 77, "uid": 0, "unit": "nginx.service"},
+              {"port": 8404, "process": None, "pid": None, "uid": 0, "unit": "ascend-router.service"}]
+    assert checks.node_checks(probe(listeners=theirs), plan, "head", CONTEXT)["problems"] == [
+        "ascend_router_port 8080 is in use by nginx (pid 77)"]
+    assert checks.node_checks(probe(listeners=theirs), plan, "worker", CONTEXT)["problems"] == []

@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The endpoint in front of the instances of ascend_instances (pure logic): which hosts run the router, its ports
+(held in the plan's port allocation before the instances' are chosen), and each served model's replicas, the
+servers the router balances.
+
+The router is HAProxy (docs/instances.md says why): it routes by the request body's "model", so each served name
+is one backend whose servers are the API nodes of the instances serving it."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+UNIT = "ascend-router.service"
+# systemd's RuntimeDirectory of the unit, and HAProxy's admin socket in it (the rolling restart drains through it).
+RUNTIME_DIRECTORY = "ascend-router"
+SOCKET = "/run/%s/admin.sock" % RUNTIME_DIRECTORY
+DEFAULTS = {"enabled": True, "hosts": None, "port": 8080, "metrics_port": 8404}
+# A served name is a key of the router's map file (one line: name, whitespace, backend): no whitespace in it, and
+# no '#', which starts a comment there.
+MAP_KEY = re.compile(r"[^\s#]+")
+
+
+def settings_of(params):
+    """The router's part of parallel_plan's options: enabled, hosts (None: the default), port, metrics_port."""
+    return dict((key, params.get("router_" + key, default) if params.get("router_" + key) is not None else default)
+                for key, default in DEFAULTS.items())
+
+
+def single_model_problems(router):
+    """A router asked for without ascend_instances: refused, not ignored."""
+    if router["hosts"] is not None:
+        return ["group ascend_router (%s): the router fronts the instances of ascend_instances; a single model is "
+                "served on its own API port: remove the group, or describe the model as an instance"
+                % (", ".join(router["hosts"]) or "no host")]
+    return []
+
+
+def router_hosts(router, first_head, cluster_hosts):
+    """(the hosts that run the router, problems). Default: the head of the first instance in name order."""
+    if not router["enabled"]:
+        return [], []
+    hosts = router["hosts"]
+    if hosts is None:
+        return [first_head], []
+    if not hosts:
+        return [], ["group ascend_router has no host: name the hosts that run the router, or remove the group "
+                    "(the default is the head of the first instance, %s)" % first_head]
+    outside = [h for h in hosts if h not in cluster_hosts]
+    if outside:
+        return [], ["group ascend_router names %s, not in group ascend_cluster: this release runs the router on "
+                    "cluster members (%s)" % (", ".join(outside), ", ".join(cluster_hosts))]
+    return list(dict.fromkeys(hosts)), []
+
+
+def claim_ports(ports, router, hosts):
+    """The router's listener and its metrics port on each router host, before any instance's is chosen."""
+    for key, what in (("port", "ascend_router_port"), ("metrics_port", "ascend_router_metrics_port")):
+        value = router[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+            ports.problems.append("%s must be a TCP port 1-65535 (found %r)" % (what, value))
+            continue
+        ports.claim(hosts, value, 1, "the router", what, what)
+
+
+def section(router, hosts, names, plans, addresses):
+    """The plan's ``router``: None when disabled, else its hosts and their addresses, its ports, unit, and one
+    backend per served model name whose servers are the instances serving it (name order)."""
+    if not router["enabled"]:
+        return None
+    backends, order = {}, []
+    for name in names:
+        cluster = plans[name]["cluster"]
+        served = str(cluster["served_model_name"])
+        if served not in backends:
+            order.append(served)
+            # HAProxy's names take letters, digits, '-', '_', '.' and ':': the first replica's instance name is one.
+            backends[served] = {"name": "model-" + name, "served_model_name": served, "servers": []}
+        head = cluster["node_order"][0]
+        backends[served]["servers"].append({"name": name, "host": head, "address": plans[name]["nodes"][head]["node_ip"],
+                                            "port": cluster["api_port"]})
+    return {"hosts": hosts, "addresses": dict((host, addresses[host]) for host in hosts), "port": router["port"],
+            "metrics_port": router["metrics_port"], "unit": UNIT, "socket": SOCKET,
+            "backends": [backends[served] for served in order],
+            # Each instance's backend: the rolling restart drains the instance there.
+            "backend_of": dict((server["name"], backend["name"]) for backend in backends.values()
+                               for server in backend["servers"])}
+
+
+def served_name_problems(names, plans):
+    """Served names the router's map cannot hold."""
+    problems = []
+    for name in names:
+        served = str(plans[name]["cluster"]["served_model_name"])
+        if not MAP_KEY.fullmatch(served):
+            problems.append("instance %s: the served model name %r has whitespace or '#': the router routes by it; "
+                            "set served_model_name without them" % (name, served))
+    return problems
