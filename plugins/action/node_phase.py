@@ -16,7 +16,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import (
     apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_node_env,
-    phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_serve, phase_status, phase_teardown)
+    phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_router, phase_serve, phase_status,
+    phase_teardown)
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
 
 display = Display()
@@ -34,8 +35,10 @@ PHASES = {
     "ray_token": (phase_ray.token_read, phase_ray.SETTINGS),
     "ray": (phase_ray.desired, phase_ray.SETTINGS),
     "serve": (phase_instances.serve, phase_serve.SETTINGS),
+    "router": (phase_router.desired, phase_router.SETTINGS),
     "ray_restart": (phase_restart.ray, phase_ray.SETTINGS),
     "serve_restart": (phase_restart.serve, phase_restart.SERVE_SETTINGS),
+    "serve_rolling": (phase_restart.rolling, phase_restart.SERVE_SETTINGS),
     "teardown": (phase_teardown.desired, {}),
     "status": (phase_status.status, phase_status.SETTINGS),
     "status_report": (phase_status.report, {}),

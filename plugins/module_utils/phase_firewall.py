@@ -34,11 +34,18 @@ def desired(node, settings):
         state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "absent"}]
         return {"apply": state, "warnings": [WARNING % node.host], "record": {"enabled": False}}
     members = [node.plan["nodes"][name]["node_ip"] for name in cluster["node_order"]]
-    # Open to everyone: firewall_open_ports, the API ports and the port Ansible reaches this node on.
+    # Open to everyone: firewall_open_ports, the API ports (with a router, its port on its hosts instead: the
+    # engines take only what it forwards) and the port Ansible reaches this node on.
     instances = [plan["cluster"] for plan in (node.plan.get("instances") or {}).values()] or [cluster]
-    open_ports = set(int(port) for port in settings["open_ports"]) | set(int(c["api_port"]) for c in instances)
+    router = node.plan.get("router")
+    if router:
+        endpoints = [router["port"]] if node.host in router["hosts"] else []
+    else:
+        endpoints = [c["api_port"] for c in instances]
+    open_ports = set(int(port) for port in settings["open_ports"]) | set(int(port) for port in endpoints)
     # The firewall loads before every service of the collection.
-    before = sorted(set(c["units"][name] for c in instances for name in ("ray", "serve")))
+    before = sorted(set(c["units"][name] for c in instances for name in ("ray", "serve")) |
+                    set([router["unit"]] if router else []))
     if settings.get("ssh_port"):
         open_ports.add(int(settings["ssh_port"]))
     state["directories"] = [{"path": settings["config_dir"]}]

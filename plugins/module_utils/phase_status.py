@@ -23,7 +23,11 @@ def status(node, settings):
     if phase_instances.is_fleet(node.plan):
         found = dict((name, status(view, settings)["record"]) for name, view in phase_instances.views(node)
                      if node.host in view.plan["nodes"])
-        return {"apply": None, "record": {"instances": found}}
+        record = {"instances": found}
+        router = node.plan.get("router")
+        if router and node.host in router["hosts"]:
+            record["router"] = router_status(node, router)
+        return {"apply": None, "record": record}
     plan = node.plan
     cluster, mine = plan["cluster"], plan["nodes"][node.host]
     shown = node.run("ansible.builtin.command", {"argv": ["systemctl", "show", SHOWN, cluster["units"]["ray"],
@@ -48,6 +52,47 @@ def status(node, settings):
     return {"apply": None, "record": record}
 
 
+def router_status(node, router):
+    """The router's unit, and each replica's state as the router sees it (its runtime API)."""
+    shown = node.run("ansible.builtin.command", {"argv": ["systemctl", "show", SHOWN, router["unit"]]})
+    replicas = node.run("ascend.inference.router_server", {"socket": router["socket"]})
+    return {"unit": reports.systemctl_units(shown.get("stdout") or "").get(router["unit"], {}),
+            "servers": replicas.get("servers"), "msg": replicas.get("msg") if replicas.get("failed") else None}
+
+
+def router_report(plan, hosts, applied):
+    """(lines of the router's table, problems): per router host its unit, and each model's replicas' states."""
+    router = plan.get("router")
+    if not router:
+        return [], []
+    lines, problems = [], []
+    for host in router["hosts"]:
+        if host not in hosts:
+            continue
+        found = (applied(host) or {}).get("router") or {}
+        unit = found.get("unit") or {}
+        state = "%s/%s" % (unit.get("ActiveState", "?"), unit.get("SubState", "?"))
+        lines.append("router on %s (port %d): %s" % (host, router["port"], state))
+        if unit.get("ActiveState") != "active":
+            problems.append("- the router on %s is %s (journalctl -u %s)" % (host, state, router["unit"]))
+            continue
+        if found.get("msg"):
+            problems.append("- the router on %s: %s" % (host, found["msg"]))
+            continue
+        servers = found.get("servers") or []
+        for backend in router["backends"]:
+            states = []
+            for server in backend["servers"]:
+                status = next((s["status"] for s in servers if s["backend"] == backend["name"]
+                               and s["server"] == server["name"]), "not in the router")
+                states.append("%s %s" % (server["name"], status))
+                if status != "UP":
+                    problems.append("- the router on %s: replica %s of %s is %s" % (
+                        host, server["name"], backend["served_model_name"], status))
+            lines.append("  %s: %s" % (backend["served_model_name"], ", ".join(states)))
+    return lines, problems
+
+
 def report(node, settings):
     """Once for the play: the table (one per instance); fails naming what is not running."""
     plan = node.plan
@@ -60,6 +105,10 @@ def report(node, settings):
             tables.append("instance %s: %s" % (name, reports.status_table(view.plan, hosts, found)))
             problems += ["- instance %s: %s" % (name, line[2:]) for line in
                          reports.status_problems(view.plan, hosts, found).splitlines()]
+        lines, found_problems = router_report(plan, hosts, lambda host: node.applied("status", host=host))
+        if lines:
+            tables.append("\n".join(lines))
+        problems += found_problems
         table = "\n\n".join(tables)
         if problems:
             raise Refused(table + "\n" + "\n".join(problems))

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""teardown.yml's phase: an empty desired state - every service of the collection stopped and disabled (serve
-first, then the engine container, Ray, the members-only firewall), and no Ray or serve process left. Unit files,
+"""teardown.yml's phase: an empty desired state - every service of the collection stopped and disabled (the router
+and serve first, then the engine container, Ray, the members-only firewall), and no Ray or serve process left. Unit files,
 configuration and software stay: deploy.yml starts everything again. Needs no plan (an inventory that no longer
 validates is still torn down)."""
 
@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, planner
+from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, planner, router_plan
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve")
@@ -23,4 +23,6 @@ def desired(node, settings):
     instances = [name for name in phase_instances.listed(node, planner.UNIT_DIR, phase_instances.SERVE_UNIT)
                  if name != planner.UNITS["serve"]]
     units += [{"name": name, "state": "stopped", "enabled": False} for name in instances]
+    # The router in front of them stops first: no request reaches an engine that is going.
+    units.append({"name": router_plan.UNIT, "state": "stopped", "enabled": False})
     return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}

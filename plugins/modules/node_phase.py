@@ -48,7 +48,9 @@ options:
       - V(ray_install) - Ray in the engine's Python environment where the preflight did not find it (host mode).
       - V(ray_token) - reads each node's Ray token, and draws one the cluster may need (run with C(no_log)).
       - V(ray), V(serve) - the processes, on the host or in the engine container.
-      - V(ray_restart), V(serve_restart) - restart.yml's phases; V(teardown) - every service stopped and disabled.
+      - V(router) - the endpoint in front of the instances (HAProxy) on the plan's router hosts.
+      - V(ray_restart), V(serve_restart) - restart.yml's phases (V(serve_rolling), once - the instances to restart one
+        at a time behind the router); V(teardown) - every service stopped and disabled.
       - V(status), V(status_report) - status.yml's reads (V(status_report) once for the play).
       - V(cann_stage) - where each of C(cann_packages) comes from and where the node keeps it (registered).
       - V(model_settings), V(model_schedule) - the model role's variables checked, then who copies the model from
@@ -56,8 +58,8 @@ options:
     type: str
     required: true
     choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, node_env, npu_ping, npu_query,
-              npu_report, preflight, ray, ray_install, ray_restart, ray_token, serve, serve_restart, status,
-              status_report, teardown]
+              npu_report, preflight, ray, ray_install, ray_restart, ray_token, router, serve, serve_restart,
+              serve_rolling, status, status_report, teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict
@@ -86,6 +88,11 @@ steps:
   returned: when the phase applies a state
   type: list
   elements: dict
+rolling:
+  description: With V(serve_rolling), the instances to restart one at a time behind the router, in order.
+  returned: with V(serve_rolling)
+  type: list
+  elements: str
 ansible_facts:
   description: C(ascend_applied) - this run's results by phase, this one added (C(changed_paths), C(removed_paths),
     C(steps), C(commands) and what the phase records, such as C(restarted) for V(ray)).

@@ -14,7 +14,8 @@ cann_versions=${ASCEND_SIM_CANN_VERSIONS:-8.0.RC1 8.5.0}
 samples="$repo/tests/unit/plugins/module_utils/hardware_samples"
 ray_requirement=${ASCEND_SIM_RAY:-ray[default]==2.52.1}
 arch=$(uname -m)
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync
+# haproxy: the router role's package (the nodes reach no mirror in the tests).
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync,haproxy
 log() { echo "build-image: $*" >&2; }
 
 "$here/setup-host.sh" >&2

@@ -14,7 +14,7 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase_firewall, phase_instances, phase_restart, phase_status)
+    phase_firewall, phase_instances, phase_restart, phase_router, phase_status)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
@@ -32,14 +32,15 @@ NODE_ENV = {"file": "/etc/ascend-inference/node.env", "secrets_file": "/etc/asce
             "pyacl_site_packages": None}
 
 
-def make_plan(instances=None):
+def make_plan(instances=None, **router):
     params = dict((name, spec.get("default")) for name, spec in ARGUMENT_SPEC.items())
+    params.update(router)
     params.update(engine="vllm-ascend", model="/models/m", launcher="mp", nodes=copy.deepcopy(NODES),
                   instances=copy.deepcopy(INSTANCES if instances is None else instances), extra_env={})
     params.pop("check_nodes")
     found = answer(params)
     assert not found.get("failed"), found
-    return dict((key, found[key]) for key in ("cluster", "nodes", "instances", "allocation"))
+    return dict((key, found[key]) for key in ("cluster", "nodes", "instances", "allocation", "router"))
 
 
 class FakeNode(object):
@@ -194,8 +195,8 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
         "/etc/ascend-inference/node-chat.env", "/etc/ascend-inference/secrets-chat.env"]
 
 
-def test_the_firewall_opens_every_instances_api_port():
-    plan = make_plan()
+def test_without_a_router_the_firewall_opens_every_instances_api_port():
+    plan = make_plan(router_enabled=False)
     settings = {"enabled": True, "open_ports": [], "config_dir": "/etc/ascend-inference", "ssh_port": None}
     state = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
     rules = state["files"][0]["values"]
@@ -203,6 +204,84 @@ def test_the_firewall_opens_every_instances_api_port():
     assert rules["members"] == "192.0.2.11, 192.0.2.12"
     assert state["files"][1]["values"]["before"] == ("ascend-ray-chat.service ascend-ray-embed.service "
                                                      "ascend-serve-chat.service ascend-serve-embed.service")
+
+
+def test_with_a_router_only_its_port_is_open_and_only_on_its_hosts():
+    plan = make_plan()
+    settings = {"enabled": True, "open_ports": [], "config_dir": "/etc/ascend-inference", "ssh_port": None}
+    # The router's default host: the head of the first instance in name order (chat, on h).
+    assert plan["router"]["hosts"] == ["h"]
+    head = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
+    assert head["files"][0]["values"]["open_ports"] == "8080"
+    assert "ascend-router.service" in head["files"][1]["values"]["before"]
+    worker = phase_firewall.desired(FakeNode("w", plan), dict(settings, open_ports=[22]))["apply"]
+    assert worker["files"][0]["values"]["open_ports"] == "22"
+    assert phase_firewall.desired(FakeNode("w", plan), settings)["apply"]["files"][0]["values"]["open_ports"] == ""
+
+
+ROUTER = {"program": "/usr/sbin/haproxy", "maxconn": 100, "buffer_bytes": 65536, "timeout_seconds": 600,
+          "check_interval_ms": 2000, "check_fall": 3, "check_rise": 2, "tls_certificate": ""}
+
+
+def test_the_router_routes_each_served_name_and_keeps_the_keys_in_0600_files():
+    plan = make_plan(INSTANCES_REPLICAS)
+    node = FakeNode("h", plan, instances=INSTANCES_REPLICAS)
+    node.variables.update(ascend_api_key="engine-key", router_client_keys=["client-1", "client-2"])
+    state = phase_router.desired(node, ROUTER)["apply"]
+    accepted(state)
+    files = dict((spec["path"], spec) for spec in state["files"])
+    directory = "/etc/ascend-inference/router"
+    assert files[directory + "/models.map"]["content"] == "qwen model-chat\n/models/e model-embed\n"
+    assert '"id": "qwen"' in files[directory + "/models.json"]["content"]
+    for secret in ("/clients.keys", "/router.env"):
+        assert files[directory + secret]["mode"] == "0600" and "content" not in files[directory + secret]
+    assert state["secrets"][directory + "/clients.keys"] == "Bearer client-1\nBearer client-2\n"
+    assert state["secrets"][directory + "/router.env"] == 'ASCEND_ROUTER_ENGINE_KEY="engine-key"\n'
+    values = files[directory + "/haproxy.cfg"]["values"]
+    backends = dict((b["served_model_name"], b) for b in values["backends"])
+    # Two replicas of qwen (chat on h, chat2 on w), each on its instance's head and API port.
+    assert [(s["name"], s["address"], s["port"]) for s in backends["qwen"]["servers"]] == [
+        ("chat", "192.0.2.11", plan["instances"]["chat"]["cluster"]["api_port"]),
+        ("chat2", "192.0.2.12", plan["instances"]["chat2"]["cluster"]["api_port"])]
+    assert values["health_down"] == "{ path /health } down_model-chat || { path /health } down_model-embed"
+    assert (values["bind"], values["metrics_bind"]) == (":8080", "192.0.2.11:8404")
+    unit = units(state)["ascend-router.service"]
+    # A route changes with a reload (requests in flight finish); the engines' key is the process's environment.
+    assert unit["reload_on"] == [directory + "/haproxy.cfg", directory + "/models.map", directory + "/models.json",
+                                 directory + "/clients.keys"]
+    assert unit["restart_on"] == ["/etc/systemd/system/ascend-router.service", directory + "/router.env"]
+
+
+INSTANCES_REPLICAS = {"chat": {"hosts": ["h"], "npus_per_host": 2, "served_model_name": "qwen"},
+                      "chat2": {"hosts": ["w"], "npus_per_host": 2, "served_model_name": "qwen"},
+                      "embed": {"hosts": ["h"], "npus_per_host": 2, "model": "/models/e"}}
+
+
+def test_the_router_is_removed_where_it_does_not_run():
+    plan = make_plan(INSTANCES_REPLICAS)
+    state = phase_router.desired(FakeNode("w", plan, instances=INSTANCES_REPLICAS), ROUTER)["apply"]
+    assert units(state)["ascend-router.service"]["state"] == "absent"
+    assert state["absent"] == ["/etc/systemd/system/ascend-router.service", "/etc/ascend-inference/router"]
+    disabled = make_plan(INSTANCES_REPLICAS, router_enabled=False)
+    state = phase_router.desired(FakeNode("h", disabled, instances=INSTANCES_REPLICAS), ROUTER)["apply"]
+    assert units(state)["ascend-router.service"]["state"] == "absent"
+
+
+def test_clients_keys_default_to_the_engines_and_none_is_warned():
+    plan = make_plan()
+    node = FakeNode("h", plan)
+    node.variables.update(ascend_api_key="engine-key")
+    assert phase_router.desired(node, ROUTER)["apply"]["secrets"][
+        "/etc/ascend-inference/router/clients.keys"] == "Bearer engine-key\n"
+    node.variables.pop("ascend_api_key")
+    found = phase_router.desired(node, ROUTER)
+    assert found["warnings"] == ["the router on h checks no client key: neither router_client_keys nor ascend_api_key "
+                                 "is set, so anyone who reaches port 8080 can use every model"]
+    assert found["apply"]["secrets"]["/etc/ascend-inference/router/router.env"] == ""
+    node.variables["router_client_keys"] = ["two words ", "ok"]
+    with pytest.raises(Refused) as refused:
+        phase_router.desired(node, ROUTER)
+    assert "router_client_keys on host h must be a list of keys" in str(refused.value)
 
 
 def test_restart_takes_every_instance_or_those_named():
@@ -224,12 +303,18 @@ def test_status_reports_each_instance():
     shown = "Id=%s\nLoadState=loaded\nActiveState=active\nSubState=running\nNRestarts=0\n" \
             "ActiveEnterTimestamp=Fri 2026-12-04 10:00:00 UTC\n\n"
 
+    # The router's runtime API as router_server reads it (HAProxy's show stat): embed's replica drained.
+    replicas = [{"backend": "model-chat", "server": "chat", "status": "UP", "sessions": 0},
+                {"backend": "model-embed", "server": "embed", "status": "DRAIN", "sessions": 0}]
+
     class Status(FakeNode):
         def run(self, module, args):
             if module == "ansible.builtin.uri":
                 return {"status": 200}
+            if module == "ascend.inference.router_server":
+                return {"servers": replicas}
             names = [a for a in args["argv"] if a.endswith(".service")]
-            return {"rc": 0, "stdout": "".join(shown % n for n in names if "serve" in n)}
+            return {"rc": 0, "stdout": "".join(shown % n for n in names if "serve" in n or "router" in n)}
 
     records = {}
     for host in ("h", "w"):
@@ -237,6 +322,12 @@ def test_status_reports_each_instance():
             "record"]}
     assert sorted(records["h"]["status"]["instances"]) == ["chat", "embed"]
     assert sorted(records["w"]["status"]["instances"]) == ["chat"]
+    assert "router" in records["h"]["status"] and "router" not in records["w"]["status"]
+    with pytest.raises(Refused) as refused:
+        phase_status.report(Status("h", plan, applied=records), {})
+    assert "router on h (port 8080): active/running\n  /models/m: chat UP\n  /models/e: embed DRAIN" in str(refused.value)
+    assert str(refused.value).endswith("- the router on h: replica embed of /models/e is DRAIN")
+    replicas[1]["status"] = "UP"
     table = phase_status.report(Status("h", plan, applied=records), {})["show"]
     assert "instance chat: vllm-ascend mp: TP 1 x PP 1 x DP 2" in table
     assert "API http://192.0.2.11:8001: /health 200" in table

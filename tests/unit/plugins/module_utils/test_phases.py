@@ -329,7 +329,7 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
                                                  {"path": "/etc/systemd/system/ascend-ray.service"}]}}
     state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
     assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")] \
-        + ["ascend-serve-chat.service"]
+        + ["ascend-serve-chat.service", "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
     assert state["leftovers"]["pattern"] == "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
 

@@ -1,0 +1,229 @@
+"""The router's configuration, as the router phase writes it (plugins/module_utils/phase_router.py and the role's
+templates), run by the real HAProxy (Debian 12's 2.6 package, tests/sim/setup-host.sh installs it) in front of
+serve doubles on loopback: routing by the body's model, keys, streaming, health, ejection, drain.
+
+The drain goes through the collection's own router_server module functions (HAProxy's runtime API)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import test_serve_double
+from test_serve_double import free_port, wait_http
+
+# The doubles' fixture, used by name.
+sim = test_serve_double.sim
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+ENGINE_KEY, CLIENT_KEY = "engine-key-7f", "client-key-3a"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HAPROXY), reason="haproxy is installed by tests/sim/setup-host.sh")
+
+
+def collection(tmp_path):
+    """The collection importable as ansible_collections.ascend.inference (the repository under that name)."""
+    root = tmp_path / "collections"
+    (root / "ansible_collections" / "ascend").mkdir(parents=True)
+    os.symlink(REPO, root / "ansible_collections" / "ascend" / "inference")
+    sys.path.insert(0, str(root))
+
+
+class Node(object):
+    """The phase's view of the router host: the plan and the two variables it reads."""
+
+    def __init__(self, plan, variables, render):
+        self.host, self.plan, self.variables, self.render = "r1", plan, variables, render
+
+    def var(self, name, default=None, host=None):
+        return self.variables.get(name, default)
+
+
+@pytest.fixture
+def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
+    collection(tmp_path)
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_router
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import render
+    from ansible_collections.ascend.inference.plugins.modules import router_server
+
+    ports = dict((name, free_port()) for name in ("a1", "a2", "big", "router", "metrics"))
+    engines = {}
+    for name, served in (("a1", "qwen"), ("a2", "qwen"), ("big", "big")):
+        # Each double holds its own NPUs (lock directory) and streams a token every 50 ms.
+        engines[name] = sim.start("vllm", "serve", sim.model, "--served-model-name", served, "--port",
+                                  str(ports[name]), "--host", "127.0.0.1", VLLM_API_KEY=ENGINE_KEY,
+                                  ASCEND_SIM_DECODE_SECONDS="0.05", ASCEND_SIM_LOCK_DIR=str(tmp_path / name))
+    for name, proc in engines.items():
+        assert wait_http(ports[name], proc)[0] == 200
+
+    def server(name):
+        return {"name": name, "host": "r1", "address": "127.0.0.1", "port": ports[name]}
+
+    plan = {"cluster": {"config_dir": str(tmp_path / "etc"), "unit_dir": str(tmp_path / "units"),
+                        "units": {"firewall": "ascend-firewall.service"}},
+            "router": {"hosts": ["r1"], "addresses": {"r1": "127.0.0.1"}, "port": ports["router"],
+                       "metrics_port": ports["metrics"], "unit": "ascend-router.service",
+                       "socket": str(tmp_path / "admin.sock"),
+                       "backends": [{"name": "model-a1", "served_model_name": "qwen",
+                                     "servers": [server("a1"), server("a2")]},
+                                    {"name": "model-big", "served_model_name": "big", "servers": [server("big")]}]}}
+    settings = {"program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
+                "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "tls_certificate": ""}
+    state = phase_router.desired(Node(plan, {"ascend_api_key": ENGINE_KEY, "router_client_keys": [CLIENT_KEY]},
+                                      render), settings)["apply"]
+    for directory in state["directories"]:
+        os.makedirs(directory["path"], exist_ok=True)
+    for spec in state["files"]:
+        os.makedirs(os.path.dirname(spec["path"]), exist_ok=True)
+        text = render(spec["template"], spec["values"]) if "template" in spec else \
+            spec.get("content", state["secrets"].get(spec["path"]))
+        with open(spec["path"], "w") as handle:
+            handle.write(text)
+    config = plan["cluster"]["config_dir"] + "/router/haproxy.cfg"
+    checked = subprocess.run([HAPROXY, "-c", "-q", "-f", config], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # As the unit runs it: the engines' key from its environment file.
+    proc = subprocess.Popen([HAPROXY, "-db", "-f", config], env=dict(os.environ, ASCEND_ROUTER_ENGINE_KEY=ENGINE_KEY),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    class Router(object):
+        port = ports["router"]
+        engine_ports = ports
+
+        @staticmethod
+        def replicas():
+            return router_server.servers(router_server.command(plan["router"]["socket"], "show stat"))
+
+        @staticmethod
+        def set_state(backend, name, state):
+            return router_server.command(plan["router"]["socket"], "set server %s/%s state %s" % (backend, name, state))
+
+    found = Router()
+    found.engines = engines
+    try:
+        deadline = time.time() + 20
+        while ask(found.port, "/health")[0] != 200:
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()[0]
+            time.sleep(0.2)
+        yield found
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def ask(port, path, body=None, key=CLIENT_KEY, stream=False):
+    """(status, JSON answer, or for a stream the list of its data lines)."""
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json"})
+    if key:
+        request.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(request, timeout=20) as answer:
+            text = answer.read().decode()
+            if stream:
+                return answer.status, [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+            return answer.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as error:
+        text = error.read().decode()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, text
+    except (urllib.error.URLError, ConnectionError):
+        return -1, None
+
+
+def success_count(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as answer:
+        lines = answer.read().decode().splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("vllm:request_success_total"))
+
+
+def complete(port, model, stream=False, key=CLIENT_KEY):
+    return ask(port, "/v1/completions", {"model": model, "prompt": "I am", "max_tokens": 4, "stream": stream}, key,
+               stream)
+
+
+def test_routes_by_model_checks_keys_and_streams(router):
+    status, answer = complete(router.port, "big")
+    assert status == 200 and answer["model"] == "big", answer
+    for _attempt in range(4):
+        status, answer = complete(router.port, "qwen")
+        assert status == 200 and answer["model"] == "qwen", answer
+    # Balanced over both replicas of qwen; none of them reached big.
+    assert success_count(router.engine_ports["a1"]) >= 1 and success_count(router.engine_ports["a2"]) >= 1
+    assert success_count(router.engine_ports["big"]) == 1
+    status, events = complete(router.port, "qwen", stream=True)
+    assert status == 200 and events[-1] == "[DONE]" and len(events) == 5, events
+    status, answer = complete(router.port, "nope")
+    assert status == 404 and answer["message"] == "The model `nope` does not exist.", answer
+    status, answer = ask(router.port, "/v1/completions", {"prompt": "no model"})
+    assert status == 400 and answer["message"].startswith("no model in the request body"), answer
+    # The client's key is checked at the router; the engines' key is not the client's.
+    assert complete(router.port, "qwen", key=None)[0] == 401
+    assert complete(router.port, "qwen", key=ENGINE_KEY)[0] == 401
+    status, models = ask(router.port, "/v1/models")
+    assert status == 200 and [m["id"] for m in models["data"]] == ["qwen", "big"], models
+    # /health needs no key, as vLLM's.
+    assert ask(router.port, "/health", key=None)[0] == 200
+
+
+def test_a_killed_replica_is_ejected_and_requests_keep_succeeding(router):
+    router.engines["a2"].kill()
+    answers = [complete(router.port, "qwen")[0] for _attempt in range(10)]
+    assert answers == [200] * 10, answers
+    deadline = time.time() + 5
+    while router_status(router, "a2") != "DOWN":
+        assert time.time() < deadline, router.replicas()
+        time.sleep(0.2)
+    assert ask(router.port, "/health", key=None)[0] == 200
+    # The last replica of a model gone: /health says so.
+    router.engines["big"].kill()
+    deadline = time.time() + 5
+    while ask(router.port, "/health", key=None)[0] != 503:
+        assert time.time() < deadline, router.replicas()
+        time.sleep(0.2)
+
+
+def router_status(router, name):
+    return next(r["status"] for r in router.replicas() if r["server"] == name)
+
+
+def test_a_drained_replica_finishes_its_stream_and_takes_no_new_request(router):
+    results = {}
+
+    def stream():
+        results["stream"] = complete(router.port, "qwen", stream=True)
+
+    # A stream of 4 tokens at 50 ms each is in flight on one replica when both are considered.
+    thread = threading.Thread(target=stream)
+    thread.start()
+    time.sleep(0.1)
+    busy = [name for name in ("a1", "a2") if running(router.engine_ports[name])]
+    assert len(busy) == 1, busy
+    assert router.set_state("model-a1", busy[0], "drain").strip() == ""
+    idle = ({"a1", "a2"} - set(busy)).pop()
+    before = success_count(router.engine_ports[busy[0]])
+    answers = [complete(router.port, "qwen")[0] for _attempt in range(4)]
+    thread.join(10)
+    assert answers == [200] * 4 and results["stream"][0] == 200 and results["stream"][1][-1] == "[DONE]", results
+    # The drained replica finished only the stream; the new requests all went to the other.
+    assert success_count(router.engine_ports[busy[0]]) == before + 1
+    assert success_count(router.engine_ports[idle]) >= 4
+    assert router_status(router, busy[0]) == "DRAIN"
+
+
+def running(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as answer:
+        lines = answer.read().decode().splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith("vllm:num_requests_running"))
