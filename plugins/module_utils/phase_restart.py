@@ -41,11 +41,29 @@ def ray(node, settings):
     return {"apply": _restart(node, "ray", wait), "record": {"restarted": True}}
 
 
-def serve(node, settings):
-    """settings: instances (the names of those to restart, from ascend_instances; empty: all)."""
+def _chosen(node, settings):
     chosen = settings.get("instances") or None
     if isinstance(chosen, str):
         chosen = [name.strip() for name in chosen.split(",") if name.strip()] or None
+    return chosen
+
+
+def rolling(node, settings):
+    """Once for the play, with a router in front of the instances: the instances to restart one at a time (those
+    named, else all, in name order), registered for restart.yml's loop; refused as the restart would be."""
+    chosen = _chosen(node, settings)
+    if not phase_instances.is_fleet(node.plan) or not node.plan.get("router"):
+        return {"apply": None, "record": None, "result": {"rolling": []}}
+    names = node.plan["cluster"]["instance_names"]
+    unknown = sorted(set(chosen or []) - set(names))
+    if unknown:
+        raise Refused("no instance %s in ascend_instances (it has %s)" % (", ".join(unknown), ", ".join(names)))
+    return {"apply": None, "record": None, "result": {"rolling": [n for n in names if chosen is None or n in chosen]}}
+
+
+def serve(node, settings):
+    """settings: instances (the names of those to restart, from ascend_instances; empty: all)."""
+    chosen = _chosen(node, settings)
     if chosen and not phase_instances.is_fleet(node.plan):
         raise Refused("serve_restart_instances names %s, but ascend_instances is not set: restart.yml restarts the "
                       "one model's serve" % ", ".join(chosen))

@@ -162,6 +162,36 @@ def test_api_key_protects_v1_only(sim):
     assert get(port, "/v1/models", key="s3cret")[0] == 200
 
 
+def running(port):
+    """vllm:num_requests_running as /metrics gives it (outside /v1: no key)."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as answer:
+        text = answer.read().decode()
+    return [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith('vllm:num_requests_running{engine="0",model_name="qwen"}')]
+
+
+def test_streams_events_and_counts_what_runs(sim):
+    """A stream of server-sent events in chunks, ending in [DONE] (vLLM's streaming completions); while it runs,
+    vllm:num_requests_running is 1 (a drain waits for 0)."""
+    port = free_port()
+    proc = sim.start("vllm", "serve", sim.model, "--served-model-name", "qwen", "--port", str(port), "--host",
+                     "127.0.0.1", ASCEND_SIM_DECODE_SECONDS="0.1")
+    assert wait_http(port, proc)[0] == 200
+    assert running(port) == [0.0]
+    body = json.dumps({"model": "qwen", "prompt": "I am", "max_tokens": 8, "stream": True}).encode()
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.headers["Content-Type"].startswith("text/event-stream")
+        first = answer.readline()
+        assert running(port) == [1.0]
+        events = [first] + answer.read().split(b"\n\n")
+    data = [e.strip() for e in b"".join(events).split(b"data: ") if e.strip()]
+    assert data[-1] == b"[DONE]" and len(data) == 9, data
+    assert json.loads(data[-2])["choices"][0]["finish_reason"] == "length"
+    assert running(port) == [0.0]
+
+
 def test_mp_head_serves_once_every_rank_registered_in_any_order(sim):
     port, rpc = free_port(), free_port()
     common = ["--data-parallel-size", "4", "--data-parallel-size-local", "2", "--data-parallel-address", "127.0.0.1",

@@ -451,17 +451,56 @@ def claim_npus(logic_ids, hccl):
 
 # --- OpenAI endpoints -------------------------------------------------------------
 
+class Load:
+    """The requests in flight and those answered, for /metrics (a drain waits for running to reach 0)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running = 0
+        self.success = 0
+
+    def started(self):
+        with self.lock:
+            self.running += 1
+
+    def finished(self, ok):
+        with self.lock:
+            self.running -= 1
+            self.success += 1 if ok else 0
+
+    def exposition(self, model):
+        """The few of vLLM v1's metrics a drain and a test read, named and labelled as its PrometheusStatLogger
+        names them (vllm/v1/metrics/loggers.py: labels model_name and engine, finished_reason on the counter)."""
+        labels = 'engine="0",model_name="%s"' % model
+        with self.lock:
+            return "".join([
+                "# HELP vllm:num_requests_running Number of requests in model execution batches.\n",
+                "# TYPE vllm:num_requests_running gauge\n",
+                "vllm:num_requests_running{%s} %.1f\n" % (labels, self.running),
+                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n",
+                "# TYPE vllm:num_requests_waiting gauge\n",
+                "vllm:num_requests_waiting{%s} 0.0\n" % labels,
+                "# HELP vllm:request_success_total Count of successfully processed requests.\n",
+                "# TYPE vllm:request_success_total counter\n",
+                'vllm:request_success_total{%s,finished_reason="length"} %.1f\n' % (labels, self.success),
+            ])
+
+
 def make_handler(names, api_key, ready):
+    load = Load()
+    # Seconds per generated token (the instance's extra_env): a stream lasts long enough for a drain to wait on it.
+    token_seconds = float(os.environ.get("ASCEND_SIM_DECODE_SECONDS", "0"))
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, fmt, *params):
             log("http " + fmt % params)
 
-        def reply(self, status, body):
-            data = json.dumps(body).encode()
+        def reply(self, status, body, content_type="application/json"):
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -482,6 +521,9 @@ def make_handler(names, api_key, ready):
                     self.end_headers()
                 else:
                     self.reply(503, {"error": "engines are not all running"})
+            elif self.path == "/metrics":
+                # Outside /v1: vLLM checks the API key only there.
+                self.reply(200, load.exposition(names[0]), "text/plain; version=0.0.4; charset=utf-8")
             elif self.path == "/v1/models":
                 if self.authorised():
                     self.reply(200, {"object": "list", "data": [
@@ -510,13 +552,44 @@ def make_handler(names, api_key, ready):
             max_tokens = int(request.get("max_tokens", 16))
             digest = hashlib.sha256(("%s|%s" % (model, prompt)).encode()).hexdigest()
             words = ["simulated", "Ascend", "answer", digest[:8]]
-            text = " " + " ".join(words[i % len(words)] for i in range(min(max_tokens, 32)))
-            self.reply(200, {
-                "id": "cmpl-sim-" + digest[:16], "object": "text_completion", "created": int(time.time()),
-                "model": model,
-                "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}],
-                "usage": {"prompt_tokens": len(str(prompt).split()), "completion_tokens": min(max_tokens, 32),
-                          "total_tokens": len(str(prompt).split()) + min(max_tokens, 32)}})
+            tokens = [" " + words[i % len(words)] for i in range(min(max_tokens, 32))]
+            load.started()
+            ok = False
+            try:
+                if request.get("stream"):
+                    self.stream(model, digest, tokens)
+                else:
+                    time.sleep(token_seconds * len(tokens))
+                    self.reply(200, {
+                        "id": "cmpl-sim-" + digest[:16], "object": "text_completion", "created": int(time.time()),
+                        "model": model,
+                        "choices": [{"index": 0, "text": "".join(tokens), "logprobs": None, "finish_reason": "length"}],
+                        "usage": {"prompt_tokens": len(str(prompt).split()), "completion_tokens": len(tokens),
+                                  "total_tokens": len(str(prompt).split()) + len(tokens)}})
+                ok = True
+            finally:
+                load.finished(ok)
+
+        def stream(self, model, digest, tokens):
+            """Server-sent events in HTTP/1.1 chunks, as vLLM's streaming completions: one event per token, the last
+            with its finish_reason, then [DONE]."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            events = []
+            for index, token in enumerate(tokens):
+                events.append({"id": "cmpl-sim-" + digest[:16], "object": "text_completion",
+                               "created": int(time.time()), "model": model,
+                               "choices": [{"index": 0, "text": token, "logprobs": None,
+                                            "finish_reason": "length" if index == len(tokens) - 1 else None}]})
+            for event in events + ["[DONE]"]:
+                time.sleep(token_seconds if event != "[DONE]" else 0)
+                data = ("data: %s\n\n" % (event if event == "[DONE]" else json.dumps(event))).encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
     return Handler
 
