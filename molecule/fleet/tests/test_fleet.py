@@ -1,22 +1,32 @@
 """Several instances on three nodes (ascend_instances): each on its own NPUs, ports and HCCL range, with its own
-units and environment; completions by model on each instance's port; status, restart and removal per instance.
+units and environment; completions by model on each instance's port and through the router (HAProxy on fleet-n1);
+a killed replica ejected; a rolling restart under a request loop; status, restart and removal per instance.
 
 The serve double refuses an NPU or an HCCL port another engine holds (tests/sim/doubles/vllm_sim.py, claim_npus):
 that the deploy converged at all shows the allocation disjoint on every node."""
 
+import http.client
 import json
 import os
 import re
+import socket
 import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
 
 from serve_checks import INVENTORY, address_of, flags, node, playbook, recap, request
 
+import pytest
 import testinfra.utils.ansible_runner
 
 HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
 N1, N2, N3 = "fleet-n1", "fleet-n2", "fleet-n3"
 testinfra_hosts = ["podman://" + N3]
 KEY = "sim-fleet-key-41d2"
+CLIENT_KEY = "sim-fleet-client-5c1e"
+ROUTER_PORT = 8080
 EMBED_TOKEN = "sim-embed-token-9b7e"
 
 # What the planner allocates (instances in name order: big, chat-a, chat-b, embed): per node, each instance's
@@ -96,19 +106,161 @@ def test_an_instances_secret_reaches_its_processes_only():
         assert not host.file(path).exists, path
 
 
-def test_the_firewall_admits_every_instances_api_port():
+def test_behind_the_router_only_its_port_is_open_to_everyone():
     for name in HOSTS:
         rules = node(name).check_output("nft list table inet ascend_inference")
         opened = re.search(r"tcp dport \{ ([^}]*) \} accept", rules)
-        assert opened and {"8000", "8001"} <= set(opened.group(1).split(", ")), (name, rules)
+        ports = set(opened.group(1).split(", ")) if opened else set()
+        assert not {"8000", "8001"} & ports, (name, rules)
+        assert ("8080" in ports) == (name == N1), (name, rules)
+    # From the controller, outside the cluster: the router answers, an engine's API port resets the connection.
+    assert router("/health", key=None)[0] == 200
+    with pytest.raises(OSError):
+        socket.create_connection((address_of(node(N1)), 8000), timeout=5).close()
 
 
-def test_status_shows_every_instance():
+def router(path, body=None, key=CLIENT_KEY, stream=False):
+    """A request to the router from the controller: (status, JSON, or a stream's data lines); -1 when refused."""
+    request = urllib.request.Request("http://%s:%d%s" % (address_of(node(N1)), ROUTER_PORT, path),
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json"})
+    if key:
+        request.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            text = answer.read().decode()
+            if stream:
+                return answer.status, [line[6:] for line in text.splitlines() if line.startswith("data: ")]
+            return answer.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as error:
+        text = error.read().decode()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, text
+    # A refused or reset connection, or a stream cut short (IncompleteRead): a request lost.
+    except (OSError, http.client.HTTPException) as error:
+        return -1, repr(error)
+
+
+def complete(model, stream=False, key=CLIENT_KEY, tokens=8):
+    return router("/v1/completions", {"model": model, "prompt": "I am", "max_tokens": tokens, "stream": stream},
+                  key, stream)
+
+
+def answered(host, port):
+    """vllm:request_success_total of the engine on HOST:PORT, read from inside the cluster."""
+    text = host.check_output("curl -s http://127.0.0.1:%d/metrics" % port)
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:request_success_total"))
+
+
+def test_the_router_sends_each_model_to_its_instances():
+    before = {"chat-a": answered(node(N1), 8000), "chat-b": answered(node(N2), 8000),
+              "embed": answered(node(N1), 8001), "big": answered(node(N3), 8000)}
+    for _attempt in range(6):
+        status, answer = complete("qwen")
+        assert status == 200 and answer["model"] == "qwen", answer
+    for instance in ("embed", "big"):
+        status, answer = complete(MODELS[instance])
+        assert status == 200 and answer["model"] == MODELS[instance], answer
+    after = {"chat-a": answered(node(N1), 8000), "chat-b": answered(node(N2), 8000),
+             "embed": answered(node(N1), 8001), "big": answered(node(N3), 8000)}
+    # qwen's six went to its two replicas, both; embed and big had one each.
+    assert after["chat-a"] > before["chat-a"] and after["chat-b"] > before["chat-b"], (before, after)
+    assert after["chat-a"] + after["chat-b"] - before["chat-a"] - before["chat-b"] == 6
+    assert (after["embed"] - before["embed"], after["big"] - before["big"]) == (1, 1)
+    status, events = complete("qwen", stream=True)
+    assert status == 200 and events[-1] == "[DONE]", events
+    status, answer = complete("/models/nope")
+    assert status == 404 and answer["message"] == "The model `/models/nope` does not exist.", answer
+    # The client's key is the router's to check; the engines' key is not a client's.
+    assert complete("qwen", key=KEY)[0] == 401 and complete("qwen", key=None)[0] == 401
+    status, models = router("/v1/models")
+    assert status == 200 and sorted(m["id"] for m in models["data"]) == sorted(set(MODELS.values())), models
+
+
+def replicas(host=None):
+    """{instance: status} as the router's runtime API gives it (HAProxy's show stat, read in the node)."""
+    text = (host or node(N1)).check_output(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/ascend-router/admin.sock'); "
+        "s.sendall(b'show stat\\n'); print(s.makefile().read())\"")
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = lines[0][2:].split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+    return dict((row["svname"], row["status"]) for row in rows if row["svname"] not in ("FRONTEND", "BACKEND"))
+
+
+def wait_for(condition, seconds, what):
+    deadline = time.time() + seconds
+    while not condition():
+        assert time.time() < deadline, what()
+        time.sleep(0.5)
+
+
+def test_a_killed_replica_is_ejected_and_requests_keep_succeeding():
+    host = node(N2)
+    host.check_output("systemctl kill --signal=SIGKILL %s" % unit("chat-b"))
+    # Refused connections go to the other replica (retry-on conn-failure): none is lost.
+    answers = [complete("qwen")[0] for _attempt in range(10)]
+    assert answers == [200] * 10, answers
+    wait_for(lambda: replicas()["chat-b"] == "DOWN", 10, replicas)
+    # systemd starts it again (serve_restart_sec); the router's checks take it back.
+    wait_for(lambda: replicas()["chat-b"] == "UP", 120, replicas)
+    assert replicas() == dict((name, "UP") for name in MODELS)
+
+
+class Loop(threading.Thread):
+    """Requests for qwen through the router, streaming every other one, until stopped; at most 1000 and 600 s."""
+
+    def __init__(self):
+        super(Loop, self).__init__(daemon=True)
+        self.results, self.stop = [], threading.Event()
+
+    def run(self):
+        deadline = time.time() + 600
+        while not self.stop.is_set() and len(self.results) < 1000 and time.time() < deadline:
+            stream = len(self.results) % 2 == 1
+            status, answer = complete("qwen", stream=stream, tokens=16)
+            done = status == 200 and (answer[-1] == "[DONE]" if stream else answer["model"] == "qwen")
+            self.results.append((stream, status, done, None if done else answer))
+
+
+def test_a_rolling_restart_through_the_router_loses_no_request():
+    before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
+    # Two clients at once: each replica has a request in flight most of the time (16 tokens take 0.8 s).
+    loops = [Loop(), Loop()]
+    for loop in loops:
+        loop.start()
+    try:
+        rc, out = playbook("restart.yml", "-e", "serve_restart_instances=chat-a,chat-b", "--tags", "serve")
+    finally:
+        for loop in loops:
+            loop.stop.set()
+            loop.join(60)
+    assert rc == 0, out
+    results = [r for loop in loops for r in loop.results]
+    lost = [r for r in results if not r[2]]
+    assert not lost and len(results) >= 8 and any(r[0] for r in results), (len(results), lost)
+    # A drain waited for a request that was running on the replica (the engine's vllm:num_requests_running).
+    assert re.search(r"idle, \d+ s of 600 s: [1-9]\d* running", out), out
+    after = {key: pid(node(key[0]), key[1]) for key in before}
+    for key, was in before.items():
+        assert (after[key] != was) == (key[1] in ("chat-a", "chat-b")), key
+    # One at a time: chat-a back in the router before chat-b was drained.
+    order = [m.group(1) for m in re.finditer(r"TASK \[ascend\.inference\.serve : (Drain|Put)[^\]]*\]", out)]
+    assert order == ["Drain", "Put", "Drain", "Put"], order
+    assert replicas() == dict((name, "UP") for name in MODELS)
+
+
+def test_status_shows_every_instance_and_the_router():
     rc, out = playbook("status.yml")
     assert rc == 0, out
     for instance in MODELS:
         assert "instance %s: vllm-ascend mp" % instance in out, out
     assert "API http://%s:8001: /health 200" % address_of(node(N1)) in out
+    assert "router on fleet-n1 (port 8080): active/running" in out, out
+    assert "qwen: chat-a UP, chat-b UP" in out, out
 
 
 def test_a_missing_instance_model_is_refused_naming_the_instance():
@@ -152,6 +304,7 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     }}
     kept = {(N1, "embed"): pid(node(N1), "embed"), (N2, "embed"): pid(node(N2), "embed"),
             (N2, "chat-b"): pid(node(N2), "chat-b")}
+    router_pid = int(node(N1).check_output("systemctl show -p MainPID --value ascend-router.service"))
     with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
         json.dump(left, handle)
         handle.flush()
@@ -169,3 +322,9 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     # The pinned instances were left running as they were, their files untouched.
     assert {key: pid(node(key[0]), key[1]) for key in kept} == kept
     assert recap(out)[N2] == 0, out
+    # The router lost their entries by a reload (its process stays): big is no model now, qwen is chat-b's alone.
+    assert int(node(N1).check_output("systemctl show -p MainPID --value ascend-router.service")) == router_pid
+    assert "fleet-n1: ascend-router.service reloaded" in out, out
+    assert replicas() == {"chat-b": "UP", "embed": "UP"}
+    assert complete("/models/big")[0] == 404
+    assert complete("qwen")[0] == 200
