@@ -4,19 +4,18 @@ serve doubles on loopback: routing by the body's model, keys, streaming, health,
 
 The drain goes through the collection's own router_server module functions (HAProxy's runtime API)."""
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 
 import pytest
 
 import test_serve_double
+from http_call import call
 from test_serve_double import free_port, wait_http
 
 # The doubles' fixture, used by name.
@@ -121,26 +120,8 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
 
 
 def ask(port, path, body=None, key=CLIENT_KEY, stream=False):
-    """(status, JSON answer, or for a stream the list of its data lines)."""
-    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json"})
-    if key:
-        request.add_header("Authorization", "Bearer " + key)
-    try:
-        with urllib.request.urlopen(request, timeout=20) as answer:
-            text = answer.read().decode()
-            if stream:
-                return answer.status, [line[6:] for line in text.splitlines() if line.startswith("data: ")]
-            return answer.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as error:
-        text = error.read().decode()
-        try:
-            return error.code, json.loads(text)
-        except ValueError:
-            return error.code, text
-    except (urllib.error.URLError, ConnectionError):
-        return -1, None
+    """(status, JSON answer, or for a stream the list of its data lines); -1 when lost."""
+    return call("http://127.0.0.1:%d%s" % (port, path), body, key, stream)
 
 
 def success_count(port):
