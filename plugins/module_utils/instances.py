@@ -374,6 +374,7 @@ def _common(plans, names, hosts, by_name):
     cluster.update({
         "instance_names": names, "node_order": hosts, "head": hosts[0], "model": None, "served_model_name": None,
         "units": dict(planner.UNITS), "ray_port": None, "api_port": None,
+        "ray_instances": [name for name in names if plans[name]["cluster"]["launcher"] == "ray"],
         "secret_env_names": sorted(set(n for name in names for n in plans[name]["cluster"]["secret_env_names"])),
     })
     nodes = {}
@@ -385,6 +386,8 @@ def _common(plans, names, hosts, by_name):
         first_entry = entries[0] if entries else {}
         nodes[host] = {
             "role": "head" if index == 0 else "worker", "instances": mine,
+            # The instance whose Ray cluster the node is in (one at most: _ray_sharing).
+            "ray_instance": next((name for name in mine if plans[name]["cluster"]["launcher"] == "ray"), None),
             "node_ip": by_name[host]["node_ip"], "nic": first_entry.get("nic", by_name[host]["nic"]),
             "serve_argv": None, "serve_command": None, "serves_api": False, "ray_start_argv": None,
             "ray_start_command": None, "env": {}, "unresolved_env": sorted(set(
@@ -541,10 +544,6 @@ def deploy_problems(plan):
     """What this release cannot deploy of a plan of instances (plan.yml still shows it), one sentence each."""
     problems = []
     cluster = plan["cluster"]
-    ray = [name for name in cluster["instance_names"] if plan["instances"][name]["cluster"]["launcher"] == "ray"]
-    if ray:
-        problems.append("instances %s: the Ray launcher is planned for instances but not deployed yet (each would need "
-                        "its own Ray cluster and unit); set launcher: mp for them" % ", ".join(ray))
     for key, variable_name in (("engine", "engine"), ("engine_version", "engine_version")):
         if cluster[key] is None:
             problems.append("the instances set different %s (%s): a node's Python environment (ascend_python_env) "

@@ -14,7 +14,7 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_node_env, phase_runtime, phase_serve
+from ansible_collections.ascend.inference.plugins.module_utils import phase_node_env, phase_ray, phase_runtime, phase_serve
 
 # The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
 SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
@@ -22,6 +22,9 @@ SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
 SERVE_ENV = re.compile(r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env")
 # The files node_env sweeps with instances: the single model's, and those of instances not on the node.
 NODE_ENV = re.compile(r"(node|secrets)(-[a-z0-9-]+)?\.env")
+# Ray's units and files, the single model's (ascend-ray.service, ray.env, ray-auth-token) and an instance's.
+RAY_UNIT = re.compile(r"ascend-ray(-[a-z0-9-]+)?\.service")
+RAY_FILES = re.compile(r"ray(-[a-z0-9-]+)?\.env|ray-auth-token(-[a-z0-9-]+)?")
 
 
 class View(object):
@@ -87,7 +90,8 @@ def serve(node, settings):
     for name, view in views(node):
         # The instance's own environment files (node_env wrote them from the same plan).
         mine = dict(settings, node_env_file=view.plan["cluster"]["node_env_file"],
-                    secrets_file=view.plan["cluster"]["secrets_env_file"])
+                    secrets_file=view.plan["cluster"]["secrets_env_file"],
+                    ray_env_file=view.plan["cluster"]["ray_env_file"])
         if node.host in view.plan["nodes"]:
             result = phase_serve.desired(view, mine)
             wanted.append(view.plan["cluster"]["units"]["serve"])
@@ -145,3 +149,50 @@ def node_env(node, settings):
     phase_runtime.merge(state, {"absent": [settings["profile"]], "sweep": [
         {"directory": config_dir, "pattern": NODE_ENV.pattern, "keep": [posixpath.basename(p) for p in wanted]}]})
     return {"apply": state, "warnings": warnings, "record": {"files": wanted}}
+
+
+def ray_view(node):
+    """The view of the instance whose Ray cluster the node is in, or None: the planner puts a node in one Ray
+    cluster at most (Ray's own ports are fixed)."""
+    for _name, view in views(node):
+        if node.host in view.plan["nodes"] and view.plan["cluster"]["launcher"] == "ray":
+            return view
+    return None
+
+
+def ray_token(node, settings):
+    """The token of the node's Ray cluster: an instance's own with several (ray-auth-token-NAME)."""
+    view = ray_view(node) if is_fleet(node.plan) else node
+    if view is None:
+        return {"apply": None, "record": None, "result": {"held": False, "token": "", "candidate": ""}}
+    return phase_ray.token_read(view, settings)
+
+
+def ray(node, settings):
+    """Ray of the plan's one model; with several instances, the Ray cluster of the instance on the Ray launcher
+    that runs on the node (its own unit ascend-ray-NAME, token, environment and port), and no other: what another
+    plan left (the single model's unit, an instance's no longer here) is stopped and removed."""
+    config_dir = settings["config_dir"].rstrip("/")
+    if not is_fleet(node.plan):
+        result = phase_ray.desired(node, settings)
+        files = phase_ray.paths(settings, node.plan)
+        wanted = [node.plan["cluster"]["units"]["ray"]]
+    else:
+        view = ray_view(node)
+        if view is None:
+            result = {"apply": {"absent": [config_dir + "/" + phase_ray.PROBE]}, "record": {"restarted": False}}
+            files, wanted = {}, []
+        else:
+            # Ray sees the instance's NPUs only: its node environment (ASCEND_RT_VISIBLE_DEVICES) and secrets.
+            cluster = view.plan["cluster"]
+            result = phase_ray.desired(view, dict(settings, node_env_file=cluster["node_env_file"],
+                                                  secrets_file=cluster["secrets_env_file"]))
+            files = phase_ray.paths(settings, view.plan)
+            wanted = [view.plan["cluster"]["units"]["ray"]]
+    state = result.get("apply") or {}
+    phase_runtime.merge(state, {"sweep": [
+        {"directory": node.plan["cluster"]["unit_dir"], "pattern": RAY_UNIT.pattern, "keep": wanted, "units": True},
+        {"directory": config_dir, "pattern": RAY_FILES.pattern,
+         "keep": sorted(posixpath.basename(files[key]) for key in ("env", "token") if key in files)}]})
+    result["apply"] = state
+    return result

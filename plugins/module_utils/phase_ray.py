@@ -19,7 +19,6 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_runt
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused, stepped
 
 TOKEN = "ray-auth-token"
-ENV = "ray.env"
 PROBE = "ray-cluster-nodes.py"
 # Ray 2.52 and later authenticate with a token (RAY_AUTH_MODE=token).
 TOKEN_RAY = "2.52"
@@ -36,15 +35,25 @@ SETTINGS = {"env": "str", "create_env": "bool", "version": "str", "package": "st
             "secrets_file": "str", "check_peer": "bool"}
 
 
-def paths(settings):
+def paths(settings, plan):
+    """The token and Ray's environment, an instance's own (ray-auth-token-NAME, ray-NAME.env) in a plan of
+    instances: its Ray cluster's; the probe is the same script for every cluster."""
     config = settings["config_dir"]
-    return {"token": config + "/" + TOKEN, "env": config + "/" + ENV, "probe": config + "/" + PROBE}
+    instance = plan["cluster"].get("instance")
+    suffix = "-" + instance if instance else ""
+    return {"token": config + "/" + TOKEN + suffix, "env": "%s/ray%s.env" % (config, suffix),
+            "probe": config + "/" + PROBE}
+
+
+def members(node):
+    """The hosts of this run in the node's Ray cluster (the plan's nodes: an instance's hosts with several)."""
+    return [host for host in node.play_hosts() if host in node.plan["nodes"]]
 
 
 def token_read(node, settings):
     """The ray_token phase: what the node holds, registered by the role under TOKEN_READ (no_log: its content and a
     drawn candidate); never a fact."""
-    read = node.run("ansible.builtin.command", {"argv": ["sh", "-c", READ_TOKEN, "sh", paths(settings)["token"]]})
+    read = node.run("ansible.builtin.command", {"argv": ["sh", "-c", READ_TOKEN, "sh", paths(settings, node.plan)["token"]]})
     if read.get("rc") != 0:
         raise Refused("%s: cannot read the Ray token (rc %s): %s" % (node.host, read.get("rc"), read.get("stderr")))
     lines = (read.get("stdout") or "").split("\n", 1)
@@ -90,7 +99,7 @@ def install(node, settings):
 def versions(node, settings):
     """{host: {python, ray}} that each node of the run runs, or will once installed."""
     found = {}
-    for host in node.play_hosts():
+    for host in members(node):
         if runtime.mode(node.plan) == "container":
             inside = (node.applied("image", host=host) or {}).get("inside") or {}
             found[host] = {"python": inside.get("python") or "(image not loaded yet)",
@@ -132,9 +141,9 @@ def cluster_token(node, settings):
     held = node.var(TOKEN_READ, None, host=head) or {}
     if held.get("token"):
         return held["token"]
-    holders = [host for host in node.play_hosts()
+    holders = [host for host in members(node)
                if host != head and (node.var(TOKEN_READ, None, host=host) or {}).get("held")]
-    token_file = paths(settings)["token"]
+    token_file = paths(settings, node.plan)["token"]
     if holders:
         raise Refused("The head %s has no Ray token (%s) but %s %s one: copy a worker's %s back to the head (same "
                       "owner, group and mode), or, to give the cluster a new token on purpose, delete it on every node "
@@ -149,7 +158,7 @@ def absent(node, settings):
     """Under the mp launcher no Ray runs: a node deployed with Ray before keeps neither its process nor its
     environment or token (a later switch back to Ray starts a new cluster with a new token)."""
     plan = node.plan
-    files = paths(settings)
+    files = paths(settings, plan)
     leftovers = [files["env"], files["token"], files["probe"]]
     if runtime.mode(plan) == "host":
         return {"apply": runtime.host_unit_absent(plan, "ray", leftovers), "record": {"restarted": False}}
@@ -174,9 +183,9 @@ def desired(node, settings):
     found = versions(node, settings)
     if len(set(json.dumps(v, sort_keys=True) for v in found.values())) > 1:
         raise Refused("Ray and Python must match on every node (vLLM's Ray executor runs across them); found: %s"
-                      % ", ".join("%s %s" % (h, json.dumps(found[h], sort_keys=True)) for h in node.play_hosts()))
+                      % ", ".join("%s %s" % (h, json.dumps(found[h], sort_keys=True)) for h in members(node)))
     auth, warnings = token_auth(node, settings, found)
-    files = paths(settings)
+    files = paths(settings, plan)
     head_restarted = host != head and bool((node.applied("ray", host=head) or {}).get("restarted"))
     state = {"directories": [{"path": settings["config_dir"]}], "files": [], "secrets": {}}
     if auth:
@@ -244,7 +253,7 @@ def restarted(node, settings, result):
         return stepped(result, cluster["runtime"]["unit"], ("start", "restart", "reload")) or bool(result.get("commands"))
     # A restart, or a start of a stopped head whose unit, environment or token changed: either is a new head.
     changed = set(result.get("changed_paths") or [])
-    files = paths(settings)
+    files = paths(settings, node.plan)
     return stepped(result, cluster["units"]["ray"], ("restart",)) or (
         stepped(result, cluster["units"]["ray"], ("start",))
         and bool(changed & {runtime.unit_path(node.plan, "ray"), files["env"], files["token"]}))
@@ -255,7 +264,7 @@ def probe_argv(plan, config_dir, python_env, program):
     token (the probe, the token and Ray's environment are where the ray phase put them)."""
     cluster = plan["cluster"]
     config_dir = config_dir.rstrip("/")
-    token = config_dir + "/" + TOKEN
+    token = paths({"config_dir": config_dir}, plan)["token"]
     script = ('[ -e "$1" ] && export RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH="$1"; shift; exec "$@"')
     python = "python3" if cluster["runtime"]["mode"] == "container" else python_env.rstrip("/") + "/bin/python"
     argv = ["sh", "-c", script, "sh", token, python, config_dir + "/" + PROBE, cluster["ray_address"],

@@ -33,7 +33,12 @@ def _restart(node, name, wait=None):
 
 
 def ray(node, settings):
-    """settings: barrier_timeout (how long a worker waits for the head's port)."""
+    """settings: barrier_timeout (how long a worker waits for the head's port). With several instances, the Ray
+    cluster of the node's instance on the Ray launcher, if one runs here."""
+    if phase_instances.is_fleet(node.plan):
+        node = phase_instances.ray_view(node)
+        if node is None:
+            return {"apply": None, "record": {"restarted": False}}
     cluster = node.plan["cluster"]
     wait = None if node.host == cluster["head"] else {
         "host": node.plan["nodes"][cluster["head"]]["node_ip"], "port": cluster["ray_port"],

@@ -19,10 +19,12 @@ LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
 
 def desired(node, settings):
     units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
-    # Several instances: each one's serve unit as the node has it (stopped after the others start: first).
-    instances = [name for name in phase_instances.listed(node, planner.UNIT_DIR, phase_instances.SERVE_UNIT)
-                 if name != planner.UNITS["serve"]]
-    units += [{"name": name, "state": "stopped", "enabled": False} for name in instances]
+    # Several instances: each one's units as the node has them, Ray's after the single model's, serve's last (stopped
+    # first).
+    for pattern, single in ((phase_instances.RAY_UNIT, "ray"), (phase_instances.SERVE_UNIT, "serve")):
+        found = [name for name in phase_instances.listed(node, planner.UNIT_DIR, pattern)
+                 if name != planner.UNITS[single]]
+        units += [{"name": name, "state": "stopped", "enabled": False} for name in found]
     # The router in front of them stops first: no request reaches an engine that is going.
     units.append({"name": router_plan.UNIT, "state": "stopped", "enabled": False})
     return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}

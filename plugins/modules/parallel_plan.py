@@ -535,9 +535,10 @@ instances:
       and RV(nodes) describe them) on the instance's hosts and NPUs; its C(cluster) also holds C(instance) (its
       name), C(hccl_base_ports) (by host, the first port of its C(HCCL_IF_BASE_PORT) range there) and its own unit and file names
       (C(ascend-serve-NAME.service), C(serve-NAME.env), ...). RV(cluster) then holds what the instances share
-      (runtime, paths, service account; the engine where all run the same) with C(instance_names), C(node_order)
-      and C(mooncake_ports); RV(nodes) each host's address, role in the cluster and C(instances) (the names of
-      those on it), and C(serves_api) false.
+      (runtime, paths, service account; the engine where all run the same) with C(instance_names), C(node_order),
+      C(ray_instances) (those on the Ray launcher, each its own Ray cluster) and C(mooncake_ports); RV(nodes) each
+      host's address, role in the cluster, C(instances) (the names of those on it), C(ray_instance) (the one whose
+      Ray cluster it is in, or null) and C(serves_api) false.
   returned: with O(instances)
   type: dict
 router:

@@ -42,14 +42,15 @@ def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tm
 
 
 def test_deploy_refuses_what_it_cannot_deploy_before_touching_a_host(ansible_env, tmp_path):
-    # Instances on the Ray launcher are planned (plan.yml shows them) but a deploy refuses them.
-    ray = '{"ascend_instances": {"a": {"launcher": "ray", "hosts": ["node1"]}}}'
+    # Instances on different engines are planned (plan.yml shows them) but a deploy refuses them.
+    mixed = ('{"ascend_instances": {"a": {"engine": "vllm-mindspore", "engine_version": "0.5.1", "hosts": ["node1"]},'
+             ' "b": {"hosts": ["node2"]}}}')
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "deploy.yml"), "-i", EXAMPLE,
-                           "-e", ray], cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True,
+                           "-e", mixed], cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True,
                           timeout=300, check=False)
     assert proc.returncode != 0
     assert ("ascend_instances: this release cannot deploy what is asked (playbooks/plan.yml shows the plan):\n- "
-            "instances a: the Ray launcher is planned for instances but not deployed yet") in proc.stdout.replace(
+            "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)") in proc.stdout.replace(
                 "\\n", "\n"), proc.stdout
     # The three hosts (192.0.2.0/24, TEST-NET-1) were never connected to.
     assert "UNREACHABLE" not in proc.stdout and "unreachable=0" in proc.stdout

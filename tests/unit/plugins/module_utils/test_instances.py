@@ -258,12 +258,11 @@ def test_without_instances_the_plan_is_the_single_model_plan():
     deployed = plan_request.answer(dict(params, instances={"a": {}}))
     assert deployed["instances"]["a"]["cluster"]["units"]["serve"] == "ascend-serve-a.service"
     # What this release cannot deploy is refused there, and still shown by plan.yml.
-    ray = {"a": {"launcher": "ray"}}
-    refused = plan_request.answer(dict(params, instances=ray))
-    assert refused["failed"] and refused["errors"] == [
-        "instances a: the Ray launcher is planned for instances but not deployed yet (each would need its own Ray "
-        "cluster and unit); set launcher: mp for them"]
-    assert plan_request.answer(dict(params, instances=ray, instances_use="plan"))["instances"]["a"]
+    mixed = {"a": {"engine": "vllm-mindspore", "engine_version": "0.5.1", "npus_per_host": 4}, "b": {"npus_per_host": 4}}
+    refused = plan_request.answer(dict(params, instances=mixed))
+    assert refused["failed"] and refused["errors"][0].startswith(
+        "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)"), refused
+    assert plan_request.answer(dict(params, instances=mixed, instances_use="plan"))["instances"]["a"]
 
 
 def test_deploy_refuses_different_engines_and_a_copied_model():

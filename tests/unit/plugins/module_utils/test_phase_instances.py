@@ -14,7 +14,7 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase_firewall, phase_instances, phase_restart, phase_router, phase_status)
+    phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
@@ -358,3 +358,83 @@ def test_each_instances_model_is_checked_where_it_runs():
         "the model of instance chat, /models/m, does not exist or holds no file (ascend_instances.chat.model, else "
         "ascend_model)"]
     assert preflight_checks._instance_model_problems(found, plan, "h", {"model_pending": True}) == []
+
+
+RAY = {"env": "/opt/venv", "create_env": True, "version": "2.52.0", "package": "ray", "wheelhouse": "", "auth": "auto",
+       "config_dir": "/etc/ascend-inference", "barrier_timeout": 300, "firewall_enabled": True,
+       "node_env_file": "/etc/ascend-inference/node.env", "secrets_file": "/etc/ascend-inference/secrets.env",
+       "check_peer": False}
+# big on the Ray launcher over both hosts (TP 2 x PP 2), chat beside it on h under mp.
+RAY_INSTANCES = {"big": {"hosts": ["h", "w"], "npus_per_host": 2, "launcher": "ray", "tensor_parallel_size": 2,
+                         "pipeline_parallel_size": 2},
+                 "chat": {"hosts": ["h"], "npus_per_host": 2}}
+
+
+def ray_node(host, plan, instances=None):
+    ran = {"python": "3.11.2", "ray": "2.52.0"}
+    node = FakeNode(host, plan, applied={"h": {"ray_install": ran}, "w": {"ray_install": ran}},
+                    instances=RAY_INSTANCES if instances is None else instances)
+    node.variables["ray_cluster_token_read"] = {"held": True, "token": "t0k3n"}
+    return node
+
+
+def test_an_instance_on_the_ray_launcher_gets_its_own_ray_cluster():
+    plan = make_plan(RAY_INSTANCES)
+    assert plan["cluster"]["ray_instances"] == ["big"] and plan["nodes"]["w"]["ray_instance"] == "big"
+    for host in ("h", "w"):
+        result = phase_instances.ray(ray_node(host, plan), RAY)
+        state = result["apply"]
+        accepted(state)
+        ray = units(state)["ascend-ray-big.service"]
+        assert ray["state"] == "started" and ray["file"] == "/etc/systemd/system/ascend-ray-big.service"
+        files = dict((f["path"], f) for f in state["files"])
+        # Its own token and environment; Ray reads the instance's node environment (its NPUs only).
+        assert state["secrets"] == {"/etc/ascend-inference/ray-auth-token-big": "t0k3n"}
+        assert "/etc/ascend-inference/ray-big.env" in files
+        values = files["/etc/systemd/system/ascend-ray-big.service"]["values"]
+        assert values["env_file"] == "/etc/ascend-inference/node-big.env"
+        assert values["secrets_file"] == "/etc/ascend-inference/secrets-big.env"
+        assert values["ray_env"] == "/etc/ascend-inference/ray-big.env"
+        found = sweeps(state)
+        # What another plan left goes: the single model's Ray unit and files, another instance's.
+        assert found["/etc/systemd/system"]["keep"] == ["ascend-ray-big.service"]
+        for name in ("ascend-ray.service", "ascend-ray-old.service"):
+            assert re.fullmatch(found["/etc/systemd/system"]["pattern"], name)
+        assert not re.fullmatch(found["/etc/systemd/system"]["pattern"], "ascend-serve-big.service")
+        assert found["/etc/ascend-inference"]["keep"] == ["ray-auth-token-big", "ray-big.env"]
+        for name in ("ray.env", "ray-auth-token", "ray-old.env", "ray-auth-token-old"):
+            assert re.fullmatch(found["/etc/ascend-inference"]["pattern"], name), name
+        assert not re.fullmatch(found["/etc/ascend-inference"]["pattern"], "serve-big.env")
+    # The worker waits for its head's Ray port, the instance's.
+    worker = units(phase_instances.ray(ray_node("w", plan), RAY)["apply"])["ascend-ray-big.service"]
+    assert worker["wait_for"]["host"] == "192.0.2.11" and worker["wait_for"]["port"] == 6379
+
+
+def test_a_node_in_no_ray_cluster_keeps_nothing_of_ray():
+    instances = {"big": {"hosts": ["w"], "launcher": "ray", "tensor_parallel_size": 4}, "chat": {"hosts": ["h"]}}
+    plan = make_plan(instances)
+    node = ray_node("h", plan, instances)
+    result = phase_instances.ray(node, RAY)
+    assert result["record"] == {"restarted": False}
+    assert result["apply"]["absent"] == ["/etc/ascend-inference/ray-cluster-nodes.py"]
+    assert [s["keep"] for s in result["apply"]["sweep"]] == [[], []]
+    # Nothing to read or restart there.
+    assert phase_instances.ray_token(node, RAY)["result"] == {"held": False, "token": "", "candidate": ""}
+    assert not node.ran
+    assert phase_restart.ray(node, RAY) == {"apply": None, "record": {"restarted": False}}
+
+
+def test_the_ray_instances_token_restart_serve_and_probe_are_its_own():
+    plan = make_plan(RAY_INSTANCES)
+    node = ray_node("w", plan)
+    node.run = lambda module, args: node.ran.append(args) or {"rc": 0, "stdout": "held\nt0k3n"}
+    assert phase_instances.ray_token(node, RAY)["result"]["token"] == "t0k3n"
+    assert node.ran[0]["argv"][-1] == "/etc/ascend-inference/ray-auth-token-big"
+    restart = phase_restart.ray(ray_node("w", plan), RAY)["apply"]["units"][0]
+    assert restart["name"] == "ascend-ray-big.service" and restart["wait_for"]["port"] == 6379
+    head = phase_instances.serve(FakeNode("h", plan, instances=RAY_INSTANCES), SERVE)["apply"]
+    unit = next(f for f in head["files"] if f["path"] == "/etc/systemd/system/ascend-serve-big.service")
+    assert unit["values"]["part_of"] == "ascend-ray-big.service"
+    assert "/etc/ascend-inference/ray-big.env" in unit["values"]["env_files"]
+    probe = phase_ray.probe_argv(plan["instances"]["big"], "/etc/ascend-inference", "/opt/venv", None)
+    assert probe[4] == "/etc/ascend-inference/ray-auth-token-big" and "ascend-ray-big.service" in probe

@@ -323,13 +323,15 @@ def test_a_node_whose_nic_is_unknown_is_refused():
 
 
 def test_teardown_stops_serve_first_and_wants_no_process_left():
-    # The node's unit directory as find lists it: an instance's serve unit (ascend_instances) is stopped too.
+    # The node's unit directory as find lists it: an instance's serve and Ray units (ascend_instances) are stopped
+    # too, the serve unit before its Ray (node_apply stops in reverse).
     listed = {"ansible.builtin.find": {"files": [{"path": "/etc/systemd/system/ascend-serve.service"},
                                                  {"path": "/etc/systemd/system/ascend-serve-chat.service"},
+                                                 {"path": "/etc/systemd/system/ascend-ray-big.service"},
                                                  {"path": "/etc/systemd/system/ascend-ray.service"}]}}
     state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
     assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")] \
-        + ["ascend-serve-chat.service", "ascend-router.service"]
+        + ["ascend-ray-big.service", "ascend-serve-chat.service", "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
     assert state["leftovers"]["pattern"] == "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
 
