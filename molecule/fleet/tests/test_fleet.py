@@ -5,7 +5,6 @@ a killed replica ejected; a rolling restart under a request loop; status, restar
 The serve double refuses an NPU or an HCCL port another engine holds (tests/sim/doubles/vllm_sim.py, claim_npus):
 that the deploy converged at all shows the allocation disjoint on every node."""
 
-import http.client
 import json
 import os
 import re
@@ -13,9 +12,8 @@ import socket
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
+from http_call import call
 from serve_checks import INVENTORY, address_of, flags, node, playbook, recap, request
 
 import pytest
@@ -66,6 +64,27 @@ def test_each_instance_runs_on_its_own_npus_ports_and_hccl_range():
         running = host.check_output("systemctl list-units --type=service --state=active --plain --no-legend "
                                     "'ascend-serve*' | awk '{print $1}'").split()
         assert sorted(running) == sorted(unit(i) for i in instances), (name, running)
+
+
+def test_the_ray_instance_runs_its_own_ray_cluster_on_its_host_only():
+    host = node(N3)
+    assert host.service("ascend-ray-big.service").is_running
+    assert host.file("/etc/ascend-inference/ray-auth-token-big").mode in (0o600, 0o640)
+    # Ray sees the instance's NPUs (its node environment), and big's engine runs on that cluster.
+    ray_pid = int(host.check_output("systemctl show -p MainPID --value ascend-ray-big.service"))
+    environ = host.check_output("tr '\\0' '\\n' < /proc/%d/environ" % ray_pid)
+    assert "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in environ.splitlines()
+    # The engine is a client of that cluster (its token), and goes down with it (PartOf=). On one node TP 8 fits: vLLM
+    # runs it without the Ray executor, as the planner's single-model plan would.
+    _argv, env = process(host, "big")
+    assert env["RAY_AUTH_TOKEN_PATH"] == "/etc/ascend-inference/ray-auth-token-big"
+    assert "ascend-ray-big.service" in host.check_output("systemctl show -p PartOf --value %s" % unit("big"))
+    # No other Ray: not the single model's unit, nothing on the hosts of the mp instances.
+    for name in HOSTS:
+        units = node(name).check_output("ls /etc/systemd/system").split()
+        assert [u for u in units if u.startswith("ascend-ray")] == (["ascend-ray-big.service"] if name == N3 else [])
+        # [r]aylet: a pattern that does not match the shell running pgrep.
+        assert node(name).run("pgrep -f '[r]aylet'").rc == (0 if name == N3 else 1), name
 
 
 def test_the_cross_node_instance_joins_its_headless_worker():
@@ -120,27 +139,8 @@ def test_behind_the_router_only_its_port_is_open_to_everyone():
 
 
 def router(path, body=None, key=CLIENT_KEY, stream=False):
-    """A request to the router from the controller: (status, JSON, or a stream's data lines); -1 when refused."""
-    request = urllib.request.Request("http://%s:%d%s" % (address_of(node(N1)), ROUTER_PORT, path),
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json"})
-    if key:
-        request.add_header("Authorization", "Bearer " + key)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            text = answer.read().decode()
-            if stream:
-                return answer.status, [line[6:] for line in text.splitlines() if line.startswith("data: ")]
-            return answer.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as error:
-        text = error.read().decode()
-        try:
-            return error.code, json.loads(text)
-        except ValueError:
-            return error.code, text
-    # A refused or reset connection, or a stream cut short (IncompleteRead): a request lost.
-    except (OSError, http.client.HTTPException) as error:
-        return -1, repr(error)
+    """A request to the router from the controller: (status, JSON, or a stream's data lines); -1 when lost."""
+    return call("http://%s:%d%s" % (address_of(node(N1)), ROUTER_PORT, path), body, key, stream, timeout=30)
 
 
 def complete(model, stream=False, key=CLIENT_KEY, tokens=8):
@@ -257,7 +257,9 @@ def test_status_shows_every_instance_and_the_router():
     rc, out = playbook("status.yml")
     assert rc == 0, out
     for instance in MODELS:
-        assert "instance %s: vllm-ascend mp" % instance in out, out
+        assert "instance %s: vllm-ascend %s" % (instance, "ray" if instance == "big" else "mp") in out, out
+    # big's own Ray cluster, as its head sees it.
+    assert "Ray: 1/1 nodes alive, 8 NPUs" in out, out
     assert "API http://%s:8001: /health 200" % address_of(node(N1)) in out
     assert "router on fleet-n1 (port 8080): active/running" in out, out
     assert "qwen: chat-a UP, chat-b UP" in out, out
@@ -308,7 +310,7 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
         json.dump(left, handle)
         handle.flush()
-        rc, out = playbook("serve.yml", "-e", "@" + handle.name)
+        rc, out = playbook("deploy.yml", "--tags", "ray,serve,router", "-e", "@" + handle.name)
     assert rc == 0, out
     for name, instance in ((N3, "big"), (N1, "chat-a")):
         host = node(name)
@@ -318,7 +320,13 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
         assert host.run("systemctl is-active %s" % unit(instance)).stdout.strip() != "active"
         # The apply's own lines say it.
         assert "%s: /etc/systemd/system/%s removed" % (name, unit(instance)) in out, out
-        assert "%s: %s stopped" % (name, unit(instance)) in out, out
+    assert "%s: %s stopped" % (N1, unit("chat-a")) in out, out
+    # big's Ray cluster went first (ray.yml's play), and its engine with it (PartOf=): its unit, token and environment.
+    for path in ("/etc/systemd/system/ascend-ray-big.service", "/etc/ascend-inference/ray-auth-token-big",
+                 "/etc/ascend-inference/ray-big.env"):
+        assert not node(N3).file(path).exists, path
+    assert "%s: ascend-ray-big.service stopped" % N3 in out, out
+    assert node(N3).run("pgrep -f '[r]aylet'").rc == 1
     # The pinned instances were left running as they were, their files untouched.
     assert {key: pid(node(key[0]), key[1]) for key in kept} == kept
     assert recap(out)[N2] == 0, out
