@@ -14,7 +14,9 @@ short_description: Drain a replica at the router, put it back, or read every rep
 version_added: 0.1.0
 description:
   - Talks to the router's runtime API (HAProxy's admin socket, C(/run/ascend-router/admin.sock)) on the router host,
-    without socat - C(show stat) to read, C(set server BACKEND/SERVER state ...) to change.
+    without socat - C(show stat) to read the replicas' status, C(show servers state BACKEND) their administrative
+    state (a drained replica whose checks fail shows V(DOWN) in the first, drained in the second), and
+    C(set server BACKEND/SERVER state ...) to change it.
   - A drained replica takes no new request; those in flight finish. The rolling restart of C(playbooks/restart.yml)
     drains each replica, waits until its engine runs no request, restarts it and puts it back (V(ready)).
   - A reload of the router (a changed route) forgets a drain; the collection's restart does not reload it.
@@ -78,6 +80,10 @@ before:
   description: The replica's status before the change (with O(server)).
   returned: with O(server)
   type: str
+admin_before:
+  description: The replica's administrative state before the change - V(READY), V(DRAIN) or V(MAINT) (with O(server)).
+  returned: with O(server)
+  type: str
 """
 
 import socket
@@ -86,8 +92,11 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
-# HAProxy's status of a server an administrator drained or stopped, by the state asked.
-WANTED = {"drain": ("DRAIN",), "maint": ("MAINT",)}
+# HAProxy's srv_admin masks (include/haproxy/server-t.h, enum srv_admin): any drain flag, any maintenance flag but the
+# configuration's; HAProxy names the state MAINT, else DRAIN, else READY.
+ADMIN_DRAIN = 0x18
+ADMIN_MAINT = 0x23
+ADMIN_WORDS = {"ready": "READY", "drain": "DRAIN", "maint": "MAINT"}
 
 
 def command(path, line, timeout=10.0):
@@ -132,11 +141,28 @@ def status_of(found, backend, server):
     return None
 
 
-def is_state(status, state):
-    """Whether STATUS already is what STATE asks: ready is any status but an administrator's drain or stop."""
-    if state == "ready":
-        return not any(status.startswith(word) for word in ("DRAIN", "MAINT"))
-    return any(status.startswith(word) for word in WANTED[state])
+def admin_states(text):
+    """{server: srv_admin_state} from `show servers state BACKEND`: a format version line, a "# " header, a row per
+    server (space-separated)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    headers = [index for index, line in enumerate(lines) if line.startswith("# ")]
+    if not headers:
+        raise ValueError("not the answer of show servers state: %r" % text[:200])
+    header = lines[headers[0]][2:].split()
+    found = {}
+    for line in lines[headers[0] + 1:]:
+        row = dict(zip(header, line.split()))
+        found[row["srv_name"]] = int(row["srv_admin_state"])
+    return found
+
+
+def admin_word(admin):
+    return "MAINT" if admin & ADMIN_MAINT else "DRAIN" if admin & ADMIN_DRAIN else "READY"
+
+
+def is_state(admin, state):
+    """Whether the administrative state ADMIN (srv_admin_state) already is what STATE asks."""
+    return admin_word(admin) == ADMIN_WORDS[state]
 
 
 def main():
@@ -161,12 +187,16 @@ def main():
     if before is None:
         module.fail_json(msg="the router has no replica %s in backend %s (it has: %s)" % (
             server, backend, ", ".join("%s/%s" % (e["backend"], e["server"]) for e in found) or "none"), **result)
-    result["before"] = before
+    try:
+        admin = admin_states(command(params["socket"], "show servers state %s" % backend)).get(server, 0)
+    except (OSError, ValueError) as error:
+        module.fail_json(msg="the router's admin socket %s: %s" % (params["socket"], error), **result)
+    result.update(before=before, admin_before=admin_word(admin))
     if module.check_mode:
-        result["changed"] = not is_state(before, params["state"])
+        result["changed"] = not is_state(admin, params["state"])
         module.exit_json(**result)
     try:
-        if not is_state(before, params["state"]):
+        if not is_state(admin, params["state"]):
             result["changed"] = True
             answer = command(params["socket"], "set server %s/%s state %s" % (backend, server, params["state"]))
             if answer.strip():

@@ -153,6 +153,10 @@ def test_routes_by_model_checks_keys_and_streams(router):
     # The client's key is checked at the router; the engines' key is not the client's.
     assert complete(router.port, "qwen", key=None)[0] == 401
     assert complete(router.port, "qwen", key=ENGINE_KEY)[0] == 401
+    # Whatever the path's spelling: %76 is "v", which the engine would decode; nothing without a key passes.
+    body = {"model": "qwen", "prompt": "I am", "max_tokens": 4}
+    for path in ("/%761/completions", "//v1/completions", "/metrics", "/v1/models"):
+        assert ask(router.port, path, body if "completions" in path else None, key=None)[0] == 401, path
     status, models = ask(router.port, "/v1/models")
     assert status == 200 and [m["id"] for m in models["data"]] == ["qwen", "big"], models
     # /health needs no key, as vLLM's.

@@ -1,7 +1,10 @@
 # -*- coding: utf-8 -*-
 """router_server against a stand-in of HAProxy's runtime API on a Unix socket: it answers `show stat` with a
 capture of HAProxy 2.6.12 (Debian 12's package) fronting three serve doubles - model-a1/a1 drained, a2 and big
-down - and takes `set server` as HAProxy does (an empty line on success, a message otherwise)."""
+down - and `show servers state BACKEND` in the format of another capture of the same HAProxy (four servers of
+model-a: a1 drained and up, a2 ready, a3 drained and down - `show stat` says DOWN -, a4 in maintenance; taken
+with `set server ... state drain|maint` on its admin socket), and takes `set server` as HAProxy does (an empty
+line on success, a message otherwise)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,16 +20,31 @@ import pytest
 from ansible_collections.ascend.inference.plugins.modules import router_server
 
 CAPTURE = os.path.join(os.path.dirname(__file__), "fixtures", "haproxy-2.6.12-show-stat.csv")
+STATE_CAPTURE = os.path.join(os.path.dirname(__file__), "fixtures", "haproxy-2.6.12-show-servers-state.txt")
+# The administrative state behind each status of the show stat capture (what HAProxy shows for it).
+ADMIN_OF = {"DRAIN": 8, "MAINT": 1}
 
 
 class Runtime(object):
-    """One command per connection, as HAProxy's non-interactive mode; `set server B/S state X` changes the
-    capture's status column for that row."""
+    """One command per connection, as HAProxy's non-interactive mode. Each server has an operational state (up
+    unless the capture says DOWN) and an administrative one; `set server B/S state X` changes the latter, and
+    `show stat` shows MAINT, else DRAIN while up, else UP or DOWN, as HAProxy does."""
 
     def __init__(self, path):
         with open(CAPTURE) as handle:
             self.lines = handle.read().splitlines()
+        with open(STATE_CAPTURE) as handle:
+            self.state_header = [line for line in handle.read().splitlines() if line.startswith("# ")][0]
         self.header = self.lines[0][2:].split(",")
+        self.admin, self.down = {}, set()
+        for row in self.lines[1:]:
+            cells = row.split(",")
+            if len(cells) < len(self.header):
+                continue
+            status = cells[self.header.index("status")]
+            self.admin[(cells[0], cells[1])] = ADMIN_OF.get(status, 0)
+            if status == "DOWN":
+                self.down.add((cells[0], cells[1]))
         self.commands = []
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
@@ -44,19 +62,35 @@ class Runtime(object):
                 self.commands.append(line)
                 conn.sendall(self.answer(line).encode())
 
+    def status(self, key):
+        if self.admin[key] & 0x23:
+            return "MAINT"
+        if key in self.down:
+            return "DOWN"
+        return "DRAIN" if self.admin[key] & 0x18 else "UP"
+
     def answer(self, line):
         if line == "show stat":
-            return "\n".join(self.lines) + "\n\n"
+            rows = [self.lines[0]]
+            for row in self.lines[1:]:
+                cells = row.split(",")
+                if len(cells) > 1 and (cells[0], cells[1]) in self.admin and cells[1] not in ("FRONTEND", "BACKEND"):
+                    cells[self.header.index("status")] = self.status((cells[0], cells[1]))
+                rows.append(",".join(cells))
+            return "\n".join(rows) + "\n\n"
         words = line.split()
+        if words[:3] == ["show", "servers", "state"] and len(words) == 4:
+            rows = ["3 %s %d %s 127.0.0.1 %d %d 1 1 5 15 3 2 6 0 0 0 - 8000 - 0 0 - - 0" % (
+                backend, index, server, 0 if (backend, server) in self.down else 2, admin)
+                for index, ((backend, server), admin) in enumerate(sorted(self.admin.items()), 1)
+                if backend == words[3] and server not in ("FRONTEND", "BACKEND")]
+            return "1\n%s\n%s\n\n" % (self.state_header, "\n".join(rows)) if rows else "Can't find backend.\n\n"
         if words[:2] == ["set", "server"] and len(words) == 5 and words[3] == "state":
             backend, server = words[2].split("/")
-            for index, row in enumerate(self.lines[1:], 1):
-                cells = row.split(",")
-                if cells[0] == backend and cells[1] == server:
-                    cells[self.header.index("status")] = {"drain": "DRAIN", "maint": "MAINT", "ready": "UP"}[words[4]]
-                    self.lines[index] = ",".join(cells)
-                    return "\n"
-            return "No such server.\n\n"
+            if (backend, server) not in self.admin:
+                return "No such server.\n\n"
+            self.admin[(backend, server)] = {"drain": 8, "maint": 1, "ready": 0}[words[4]]
+            return "\n"
         return "Unknown command.\n"
 
 
@@ -84,8 +118,9 @@ def test_reads_every_replica_of_the_capture(run_module, runtime):
 def test_ready_puts_a_drained_replica_back_and_says_it_changed(run_module, runtime):
     path, stand_in = runtime
     done = run_module(router_server.main, {"socket": path, "backend": "model-a1", "server": "a1", "state": "ready"})
-    assert done.result["changed"] and done.result["before"] == "DRAIN"
-    assert stand_in.commands == ["show stat", "set server model-a1/a1 state ready", "show stat"]
+    assert done.result["changed"] and done.result["before"] == "DRAIN" and done.result["admin_before"] == "DRAIN"
+    assert stand_in.commands == ["show stat", "show servers state model-a1", "set server model-a1/a1 state ready",
+                                 "show stat"]
     assert router_server.status_of(done.result["servers"], "model-a1", "a1") == "UP"
 
 
@@ -97,7 +132,7 @@ def test_ready_waits_until_the_health_checks_find_it_up(run_module, runtime):
     assert done.failed and done.result["msg"] == (
         "replica a2 of model-a1 is DOWN at the router after 1 s: its health checks fail (GET /health)")
     assert not done.result["changed"] and stand_in.commands[0] == "show stat"
-    threading.Timer(0.3, lambda: stand_in.answer("set server model-a1/a2 state ready")).start()
+    threading.Timer(0.3, lambda: stand_in.down.discard(("model-a1", "a2"))).start()
     done = run_module(router_server.main, {"socket": path, "backend": "model-a1", "server": "a2", "state": "ready",
                                            "wait": 5})
     assert not done.failed and router_server.status_of(done.result["servers"], "model-a1", "a2") == "UP"
@@ -106,14 +141,33 @@ def test_ready_waits_until_the_health_checks_find_it_up(run_module, runtime):
 def test_drain_of_a_drained_replica_changes_nothing(run_module, runtime):
     path, stand_in = runtime
     done = run_module(router_server.main, {"socket": path, "backend": "model-a1", "server": "a1", "state": "drain"})
-    assert not done.result["changed"] and stand_in.commands == ["show stat"]
+    assert not done.result["changed"] and stand_in.commands == ["show stat", "show servers state model-a1"]
+
+
+def test_a_drained_replica_whose_checks_fail_is_put_back(run_module, runtime):
+    # HAProxy shows a drained server that is down as DOWN (the capture's a3): only its admin state says drained.
+    path, stand_in = runtime
+    stand_in.answer("set server model-a1/a2 state drain")
+    assert router_server.status_of(router_server.servers(stand_in.answer("show stat")), "model-a1", "a2") == "DOWN"
+    done = run_module(router_server.main, {"socket": path, "backend": "model-a1", "server": "a2", "state": "ready"})
+    assert done.result["changed"] and done.result["admin_before"] == "DRAIN"
+    assert stand_in.admin[("model-a1", "a2")] == 0
+
+
+def test_the_admin_state_is_read_from_the_capture():
+    with open(STATE_CAPTURE) as handle:
+        found = router_server.admin_states(handle.read())
+    assert found == {"a1": 8, "a2": 0, "a3": 8, "a4": 1}
+    assert [router_server.admin_word(found[s]) for s in ("a1", "a2", "a3", "a4")] == ["DRAIN", "READY", "DRAIN", "MAINT"]
+    with pytest.raises(ValueError):
+        router_server.admin_states("Can't find backend.\n\n")
 
 
 def test_check_mode_sends_no_change(run_module, runtime):
     path, stand_in = runtime
     done = run_module(router_server.main, {"socket": path, "backend": "model-a1", "server": "a2", "state": "drain",
                                            "_ansible_check_mode": True})
-    assert done.result["changed"] and stand_in.commands == ["show stat"]
+    assert done.result["changed"] and stand_in.commands == ["show stat", "show servers state model-a1"]
 
 
 def test_an_unknown_replica_is_named_with_those_there_are(run_module, runtime):
@@ -128,10 +182,11 @@ def test_no_router_running_is_said(run_module, tmp_path):
     assert done.failed and done.result["msg"].startswith("the router's admin socket %s:" % (tmp_path / "admin.sock"))
 
 
-@pytest.mark.parametrize("status,state,already", [
-    ("UP", "ready", True), ("DOWN", "ready", True), ("UP 1/2", "ready", True), ("DRAIN", "ready", False),
-    ("MAINT", "ready", False), ("DRAIN", "drain", True), ("UP", "drain", False), ("MAINT", "maint", True),
-    ("DRAIN", "maint", False),
+@pytest.mark.parametrize("admin,state,already", [
+    (0, "ready", True), (8, "ready", False), (1, "ready", False), (0x10, "ready", False), (0x04, "ready", True),
+    (8, "drain", True), (0, "drain", False), (9, "drain", False), (1, "maint", True), (0x20, "maint", True),
+    (8, "maint", False),
 ])
-def test_is_state(status, state, already):
-    assert router_server.is_state(status, state) is already
+def test_is_state(admin, state, already):
+    # 0x04 is the configuration's maintenance, outside HAProxy's MAINT mask; 9 (drained and stopped) is MAINT.
+    assert router_server.is_state(admin, state) is already
