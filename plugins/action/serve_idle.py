@@ -19,15 +19,23 @@ class ActionModule(PollingAction):
     def poll(self, args, task_vars):
         seen = self.run_on_target(self._task.action, args, task_vars)
         running, waiting = seen.get("running"), seen.get("waiting")
-        if seen.get("status") != 200 or running is None:
-            return False, "%s: %s" % (args["url"], "HTTP %s" % seen.get("status") if seen.get("status") != 200
-                                      else "no vllm:num_requests_running"), seen
+        if seen.get("refused"):
+            # A stopped or crashed engine: nothing in flight, and the restart is what it needs.
+            return True, "%s: nothing listens (no engine runs there)" % args["url"], seen
+        if seen.get("status") == 200 and running is None:
+            # Waiting would not change it (vLLM started with --disable-log-stats exports no gauges): said now.
+            return True, "%s: no vllm:num_requests_running" % args["url"], dict(seen, missing=True)
+        if seen.get("status") != 200:
+            return False, "%s: HTTP %s" % (args["url"], seen.get("status")), seen
         status = "%g running, %g waiting" % (running, waiting or 0)
         return running == 0 and not waiting, status, seen
 
     def finish(self, result, done, seen, args):
         result.update(running=seen.get("running"), waiting=seen.get("waiting"))
-        if not done:
+        if seen.get("missing"):
+            result.update(failed=True, msg="the engine at %s exports no vllm:num_requests_running, so its drain cannot "
+                          "be waited for (is --disable-log-stats in ascend_serve_options?)" % args["url"])
+        elif not done:
             result.update(failed=True, msg="the engine at %s still had requests after %d s (running %s, waiting %s)"
                           % (args["url"], args["timeout"], seen.get("running"), seen.get("waiting")))
         return result

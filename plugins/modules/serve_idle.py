@@ -45,6 +45,10 @@ waiting:
   description: C(vllm:num_requests_waiting) last seen (summed), or null when it was not read.
   returned: always
   type: float
+refused:
+  description: Whether the connection was refused - no engine listens there, so none runs a request.
+  returned: always
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -61,7 +65,9 @@ def main():
     status = info.get("status", -1)
     text = response.read().decode("utf-8", "replace") if response else ""
     found = in_flight(text) if status == 200 else {}
-    module.exit_json(changed=False, status=status, msg=info.get("msg"),
+    # Nothing listens: no engine runs there, so none has a request in flight.
+    refused = status == -1 and "refused" in (info.get("msg") or "").lower()
+    module.exit_json(changed=False, status=status, msg=info.get("msg"), refused=refused,
                      running=found.get("vllm:num_requests_running"), waiting=found.get("vllm:num_requests_waiting"))
 
 

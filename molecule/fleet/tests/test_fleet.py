@@ -221,15 +221,16 @@ class Loop(threading.Thread):
         deadline = time.time() + 600
         while not self.stop.is_set() and len(self.results) < 1000 and time.time() < deadline:
             stream = len(self.results) % 2 == 1
-            status, answer = complete("qwen", stream=stream, tokens=16)
+            status, answer = complete("qwen", stream=stream, tokens=160)
             done = status == 200 and (answer[-1] == "[DONE]" if stream else answer["model"] == "qwen")
             self.results.append((stream, status, done, None if done else answer))
 
 
 def test_a_rolling_restart_through_the_router_loses_no_request():
     before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
-    # Two clients at once: each replica has a request in flight most of the time (16 tokens take 0.8 s).
-    loops = [Loop(), Loop()]
+    # Four clients at once, 160 tokens each (8 s at ASCEND_SIM_DECODE_SECONDS 0.05): leastconn gives each replica two
+    # in flight, so the drain's first read, a task (about a second) after the drain, finds one still running.
+    loops = [Loop() for _client in range(4)]
     for loop in loops:
         loop.start()
     try:
