@@ -64,7 +64,7 @@ class ActionModule(ActionBase):
         result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
         if check_nodes:
             # A plan of instances is judged with each instance's ports and model.
-            plan = dict((key, result[key]) for key in ("cluster", "nodes", "instances", "router") if key in result)
+            plan = dict((key, result[key]) for key in ("cluster", "nodes", "instances", "router", "pd") if key in result)
             report, problems = self.node_report(task_vars, plan)
             result["node_problems"] = problems
             if report:

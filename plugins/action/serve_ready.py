@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import progress
 from ansible_collections.ascend.inference.plugins.plugin_utils.polling import POLL_ARGUMENTS, PollingAction
@@ -20,6 +22,7 @@ class ActionModule(PollingAction):
     LABEL = "ready"
     ARGUMENTS = dict(POLL_ARGUMENTS, url=dict(type="str", required=True), log_argv=dict(type="list", elements="str"),
                      model=dict(type="str"), smoke_prompt=dict(type="str"), smoke_max_tokens=dict(type="int", default=120),
+                     list_models=dict(type="bool", default=True),
                      api_key=dict(type="str", no_log=True))
     _VALID_ARGS = frozenset(ARGUMENTS)
     log_line = None
@@ -60,8 +63,8 @@ class ActionModule(PollingAction):
                 args["url"], args["timeout"], progress.health_answer(seen),
                 "; the engine's latest log line: " + self.log_line if self.log_line else ""))
             return result
-        base = args["url"][:-len("/health")] if args["url"].endswith("/health") else args["url"].rstrip("/")
-        if args["model"]:
+        base = re.sub(r"/(health|healthcheck)$", "", args["url"].rstrip("/"))
+        if args["model"] and args["list_models"]:
             result["models"] = listed = seen.get("models") or []
             if args["model"] not in listed:
                 result.update(failed=True, msg="GET %s/v1/models did not list %s (it listed: %s)" % (

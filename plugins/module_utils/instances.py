@@ -18,6 +18,7 @@ import difflib
 import re
 
 from ansible_collections.ascend.inference.plugins.module_utils import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils import pd_plan
 from ansible_collections.ascend.inference.plugins.module_utils import planner
 from ansible_collections.ascend.inference.plugins.module_utils import router_plan
 
@@ -77,6 +78,9 @@ def key_problems(name, settings):
         return problems + ["%s must be a mapping of the instance's settings (found %r)" % (
             "ascend_instances.%s" % name, settings)]
     known = list(INSTANCE_SETTINGS) + list(PLACEMENT)
+    if pd_plan.is_pd(settings):
+        problems.extend(pd_plan.key_problems(name, settings, INSTANCE_SETTINGS))
+        known += list(pd_plan.PD_KEYS)
     for key in sorted(settings, key=str):
         if key in CLUSTER_ONLY:
             problems.append("%s: %s is one for the whole cluster; set ascend_%s instead"
@@ -262,11 +266,12 @@ def units(name):
     return {"ray": "ascend-ray-%s.service" % name, "serve": "ascend-serve-%s.service" % name}
 
 
-def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None):
+def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None, pd_proxy_dir=None):
     """Plan every instance of ascend_instances. SETTINGS: the cluster's (planner.DEFAULTS keys, engine, model), every
     instance's defaults; NODES: as for make_plan; INSTANCES: {name: settings}; MODEL_CONFIGS: {name: config.json}
     of the instances that name their own model (else the model's checks are skipped for them); ROUTER: the
-    endpoint's settings (router_plan.DEFAULTS keys). Returns {"instances": {name: plan}, "allocation": {...},
+    endpoint's settings (router_plan.DEFAULTS keys); PD_PROXY_DIR: where vllm-ascend's disaggregated-prefill proxy
+    is on the nodes (instances with prefill and decode pools). Returns {"instances": {name: plan}, "allocation": {...},
     "cluster": {...}, "nodes": {...}, "router": {...} or None, "warnings": [...]} or raises PlanError with every
     problem."""
     router = dict(router_plan.DEFAULTS, **(router or {}))
@@ -279,6 +284,24 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None)
         problems.extend(key_problems(name, instances[name]))
     if problems:
         raise planner.PlanError(problems)
+    groups = [name for name in names if pd_plan.is_pd(instances[name])]
+    try:
+        plan = _fleet_plan(settings, nodes, instances, model_configs, router, pd_proxy_dir)
+    except planner.PlanError as error:
+        raise planner.PlanError(pd_plan.renamed(error.errors, groups))
+    plan["warnings"] = pd_plan.renamed(plan["warnings"], groups)
+    return plan
+
+
+def _fleet_plan(settings, nodes, instances, model_configs, router, pd_proxy_dir):
+    # A prefill/decode instance is planned as its two pools, NAME-prefill and NAME-decode.
+    instances, pd_groups = pd_plan.expand(instances)
+    model_configs = dict(model_configs or {})
+    for group in pd_groups:
+        for pool in pd_plan.POOLS:
+            model_configs.setdefault(pd_plan.pool_name(group, pool), model_configs.get(group))
+    names = sorted(instances, key=str)
+    problems = []
     nodes = [planner._with_defaults(n, planner.NODE_DEFAULTS) for n in nodes]
     by_name = dict((n["name"], n) for n in nodes)
     heads = [n["name"] for n in nodes if n["head"]]
@@ -300,6 +323,10 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None)
     for name in names:
         if "model" in instances[name]:
             merged[name]["model_config"] = (model_configs or {}).get(name)
+    for group in pd_groups:
+        for pool in pd_plan.POOLS:
+            sub = merged[pd_plan.pool_name(group, pool)]
+            sub["extra_env"] = pd_plan.role_env(pool, sub.get("extra_env"))
     problems.extend(_served_names(names, merged))
     for name in names:
         if isinstance(merged[name].get("extra_env"), dict) and "HCCL_IF_BASE_PORT" in merged[name]["extra_env"]:
@@ -335,6 +362,8 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None)
         _name_instance(plan, name, allocated[name])
         plans[name] = plan
         warnings.extend("instance %s: %s" % (name, w) for w in plan.pop("warnings"))
+    pd = _pd_sections(pd_groups, plans, merged, ports, pd_proxy_dir, largest) if not problems else {}
+    problems.extend(ports.problems)
     if routers:
         problems.extend(router_plan.served_name_problems([name for name in names if name in plans], plans))
     if problems:
@@ -350,9 +379,27 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None)
         "cluster": cluster,
         "nodes": fleet_nodes,
         "router": router_plan.section(router, routers, names, plans,
-                                      dict((host, by_name[host]["node_ip"]) for host in cluster_hosts)),
+                                      dict((host, by_name[host]["node_ip"]) for host in cluster_hosts), pd),
+        "pd": pd,
         "warnings": warnings,
     }
+
+
+def _pd_sections(pd_groups, plans, merged, ports, proxy_dir, largest):
+    """Each prefill/decode instance's checks, KV ports, --kv-transfer-config and proxy ({name: plan's pd entry});
+    problems go to PORTS.problems."""
+    out = {}
+    for group in sorted(pd_groups):
+        found = pd_plan.layout_problems(group, plans, merged)
+        if found:
+            ports.problems.extend(found)
+            continue
+        # The first port above Mooncake's Ascend transport range on the largest node.
+        base = MOONCAKE_BASE_PORT + largest * MOONCAKE_PORTS_PER_NPU
+        allocated = pd_plan.allocate(group, pd_groups[group], plans, ports, base)
+        if None not in allocated.values():
+            out[group] = pd_plan.finish(group, pd_groups[group], plans, allocated, proxy_dir)
+    return out
 
 
 # What every instance's plan has alike (the make_plan of the same cluster settings), kept at the top of a plan of
@@ -553,4 +600,4 @@ def deploy_problems(plan):
     if cluster["model_transfer_port"] is not None:
         problems.append("model_source copies ascend_model, one model: with ascend_instances put each instance's model "
                         "on its hosts (model_source: none; the preflight checks the files)")
-    return problems
+    return problems + pd_plan.deploy_problems(plan)

@@ -41,11 +41,15 @@ def desired(node, settings):
     if router:
         endpoints = [router["port"]] if node.host in router["hosts"] else []
     else:
-        endpoints = [c["api_port"] for c in instances]
+        # Without a router, a prefill/decode instance's endpoint is its proxy, on the proxy's host.
+        endpoints = [c["api_port"] for c in instances] + [
+            entry["proxy"]["port"] for entry in (node.plan.get("pd") or {}).values()
+            if entry["proxy"]["host"] == node.host]
     open_ports = set(int(port) for port in settings["open_ports"]) | set(int(port) for port in endpoints)
     # The firewall loads before every service of the collection.
     before = sorted(set(c["units"][name] for c in instances for name in ("ray", "serve")) |
-                    set([router["unit"]] if router else []))
+                    set([router["unit"]] if router else []) |
+                    set(entry["proxy"]["unit"] for entry in (node.plan.get("pd") or {}).values()))
     if settings.get("ssh_port"):
         open_ports.add(int(settings["ssh_port"]))
     state["directories"] = [{"path": settings["config_dir"]}]

@@ -15,6 +15,8 @@ import posixpath
 import re
 
 from ansible_collections.ascend.inference.plugins.module_utils import phase_node_env, phase_ray, phase_runtime, phase_serve
+from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
 SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
@@ -22,6 +24,9 @@ SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
 SERVE_ENV = re.compile(r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env")
 # The files node_env sweeps with instances: the single model's, and those of instances not on the node.
 NODE_ENV = re.compile(r"(node|secrets)(-[a-z0-9-]+)?\.env")
+# The prefill/decode proxies' units and environment files (pd_plan: ascend-pd-NAME.service, pd-NAME.env).
+PD_UNIT = re.compile(r"ascend-pd-[a-z0-9-]+\.service")
+PD_ENV = re.compile(r"pd-[a-z0-9-]+\.env")
 # Ray's units and files, the single model's (ascend-ray.service, ray.env, ray-auth-token) and an instance's.
 RAY_UNIT = re.compile(r"ascend-ray(-[a-z0-9-]+)?\.service")
 RAY_FILES = re.compile(r"ray(-[a-z0-9-]+)?\.env|ray-auth-token(-[a-z0-9-]+)?")
@@ -85,7 +90,7 @@ def serve(node, settings):
     if not is_fleet(node.plan):
         result = phase_serve.desired(node, settings)
         return _sweeping(node, settings, result, [node.plan["cluster"]["units"]["serve"]],
-                         [phase_serve.env_path(node.plan, settings)])
+                         [phase_serve.env_path(node.plan, settings)], [])
     results, record, wanted, env_files = [], {}, [], []
     for name, view in views(node):
         # The instance's own environment files (node_env wrote them from the same plan).
@@ -100,13 +105,40 @@ def serve(node, settings):
             result = {"apply": phase_serve.absent(view, mine), "record": {"serves": False}}
         results.append(result)
         record[name] = result["record"]["serves"]
+    proxies = [entry["proxy"] for _name, entry in sorted((node.plan.get("pd") or {}).items())
+               if entry["proxy"]["host"] == node.host]
+    results.extend({"apply": _proxy(node, settings, proxy)} for proxy in proxies)
     state, warnings = _merged(results)
     result = {"apply": state, "warnings": warnings,
-              "record": {"serves": any(record.values()), "instances": record}}
-    return _sweeping(node, settings, result, wanted, env_files)
+              "record": {"serves": any(record.values()), "instances": record,
+                         "proxies": [proxy["unit"] for proxy in proxies]}}
+    return _sweeping(node, settings, result, wanted, env_files, proxies)
 
 
-def _sweeping(node, settings, result, wanted_units, wanted_env):
+def _proxy(node, settings, proxy):
+    """vllm-ascend's proxy of a prefill/decode instance: its unit, and a 0600 file with the engines' key."""
+    plan = node.plan
+    if not proxy["argv"]:
+        raise Refused("%s: the proxy of a prefill/decode instance needs ascend_pd_proxy_dir" % node.host)
+    api_key = node.var("ascend_api_key", None) or ""
+    try:
+        environment = systemd.environment_file({"OPENAI_API_KEY": api_key} if api_key else {}).rstrip("\n")
+    except ValueError:
+        raise Refused("ascend_api_key cannot hold a line break")
+    unit = "%s/%s" % (plan["cluster"]["unit_dir"], proxy["unit"])
+    name = proxy["unit"][len("ascend-pd-"):-len(".service")]
+    values = {"instance": name, "firewall": plan["cluster"]["units"]["firewall"], "env_file": proxy["env_file"],
+              "service_lines": service_account.unit_lines(plan["cluster"]["service"], []),
+              "exec_start": phase_runtime.command_line(proxy["argv"]), "restart_sec": settings["restart_sec"]}
+    return {"directories": [{"path": settings["config_dir"]}],
+            "files": [{"path": proxy["env_file"], "mode": "0600"},
+                      {"path": unit, "mode": "0644", "template": "serve/ascend-pd-proxy.service.j2", "values": values}],
+            "secrets": {proxy["env_file"]: {"template": "serve/pd-proxy.env.j2", "values": {"environment": environment}}},
+            "units": [{"name": proxy["unit"], "file": unit, "state": "started", "restart_on": [unit, proxy["env_file"]]}],
+            "account": phase_runtime.account(plan, service_account.COMMENT)}
+
+
+def _sweeping(node, settings, result, wanted_units, wanted_env, proxies):
     """RESULT whose apply also removes every serve unit of the node that the plan does not name there (stopped and
     disabled first), and the environment files only such a unit read: an instance's serve, node and secrets
     files. In container mode the engine container's supervisor runs serve: no instance's unit stays (the single
@@ -120,6 +152,10 @@ def _sweeping(node, settings, result, wanted_units, wanted_env):
         {"directory": plan["cluster"]["unit_dir"], "pattern": SERVE_UNIT.pattern,
          "keep": sorted(wanted_units), "units": True},
         {"directory": settings["config_dir"].rstrip("/"), "pattern": SERVE_ENV.pattern, "keep": sorted(keep_env)},
+        {"directory": plan["cluster"]["unit_dir"], "pattern": PD_UNIT.pattern,
+         "keep": sorted(proxy["unit"] for proxy in proxies), "units": True},
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": PD_ENV.pattern,
+         "keep": sorted(posixpath.basename(proxy["env_file"]) for proxy in proxies)},
     ]})
     result["apply"] = state
     return result

@@ -23,6 +23,10 @@ SETTINGS = {"npu_smi": "str", "ascend_home": "str", "cann_layout": "str", "devic
             "check_models": "bool"}
 
 
+# What vllm-ascend's prefill/decode proxy imports (examples/disaggregated_prefill_v1/load_balance_proxy_server_example.py).
+PROXY_DISTRIBUTIONS = ("fastapi", "httpx", "uvicorn")
+
+
 def node_ip(node):
     return str(node.var("ascend_node_ip", None) or node.var("ansible_host", None) or node.host)
 
@@ -38,6 +42,11 @@ def desired(node, settings):
         settings["models"] = sorted(set(
             plan["cluster"]["model"] for plan in node.plan["instances"].values()
             if node.host in plan["nodes"] and plan["cluster"]["model"].startswith("/")))
+    proxies = [entry["proxy"] for entry in (node.plan.get("pd") or {}).values() if entry["proxy"]["host"] == node.host]
+    if proxies and settings.get("python"):
+        # vllm-ascend's proxy imports these (vLLM depends on them: they come with the engine).
+        settings["python"] = dict(settings["python"], distributions=sorted(
+            set(settings["python"]["distributions"]) | set(PROXY_DISTRIBUTIONS)))
     # As ansible-core 2.18 may render them inside a mapping: a null as "", a boolean as text.
     context["cann_pending"] = context.get("cann_pending") or None
     context["model_pending"] = check_type_bool(context.get("model_pending") or False)
@@ -59,6 +68,9 @@ def desired(node, settings):
         "npu_family": found["npu"]["family"],
         "device_group": found["service"]["device_group"],
     }
+    # Each proxy's script, as the service account would open it.
+    record["pd_proxy"] = dict((proxy["script"], bool(node.run("ansible.builtin.stat", {"path": proxy["script"]}).get(
+        "stat", {}).get("exists"))) for proxy in proxies if proxy["script"])
     record["engine_program"] = ({"program": settings["engine"]["program"],
                                  "python_env": settings["engine"]["python_env"],
                                  "found": found["engine"]["program"]} if found.get("engine") else {})

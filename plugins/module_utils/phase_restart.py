@@ -55,15 +55,19 @@ def _chosen(node, settings):
 
 def rolling(node, settings):
     """Once for the play, with a router in front of the instances: the instances to restart one at a time (those
-    named, else all, in name order), registered for restart.yml's loop; refused as the restart would be."""
+    named, else all, in name order), registered for restart.yml's loop; refused as the restart would be. The pools
+    of a prefill/decode instance are no router server (its proxy is): they restart together (``together``)."""
     chosen = _chosen(node, settings)
     if not phase_instances.is_fleet(node.plan) or not node.plan.get("router"):
-        return {"apply": None, "record": None, "result": {"rolling": []}}
+        return {"apply": None, "record": None, "result": {"rolling": [], "together": []}}
     names = node.plan["cluster"]["instance_names"]
     unknown = sorted(set(chosen or []) - set(names))
     if unknown:
         raise Refused("no instance %s in ascend_instances (it has %s)" % (", ".join(unknown), ", ".join(names)))
-    return {"apply": None, "record": None, "result": {"rolling": [n for n in names if chosen is None or n in chosen]}}
+    wanted = [n for n in names if chosen is None or n in chosen]
+    servers = node.plan["router"]["backend_of"]
+    return {"apply": None, "record": None, "result": {"rolling": [n for n in wanted if n in servers],
+                                                      "together": [n for n in wanted if n not in servers]}}
 
 
 def serve(node, settings):

@@ -27,6 +27,10 @@ def status(node, settings):
         router = node.plan.get("router")
         if router and node.host in router["hosts"]:
             record["router"] = router_status(node, router)
+        proxies = dict((name, proxy_status(node, entry["proxy"])) for name, entry in (node.plan.get("pd") or {}).items()
+                       if entry["proxy"]["host"] == node.host)
+        if proxies:
+            record["proxies"] = proxies
         return {"apply": None, "record": record}
     plan = node.plan
     cluster, mine = plan["cluster"], plan["nodes"][node.host]
@@ -58,6 +62,39 @@ def router_status(node, router):
     replicas = node.run("ascend.inference.router_server", {"socket": router["socket"]})
     return {"unit": reports.systemctl_units(shown.get("stdout") or "").get(router["unit"], {}),
             "servers": replicas.get("servers"), "msg": replicas.get("msg") if replicas.get("failed") else None}
+
+
+def proxy_status(node, proxy):
+    """A prefill/decode proxy's unit and its own health (it does not ask the pools: their units are read apart)."""
+    shown = node.run("ansible.builtin.command", {"argv": ["systemctl", "show", SHOWN, proxy["unit"]]})
+    url = "http://%s:%s%s" % (proxy["address"], proxy["port"], proxy["health_path"])
+    health = node.run("ansible.builtin.uri", {"url": url, "timeout": 10, "status_code": [200]})
+    return {"unit": reports.systemctl_units(shown.get("stdout") or "").get(proxy["unit"], {}),
+            "health": {"status": health.get("status", -1), "msg": health.get("msg")}}
+
+
+def pd_report(plan, hosts, applied):
+    """(lines, problems) of each prefill/decode instance's proxy: its unit and health, and which pools it joins."""
+    lines, problems = [], []
+    for name, entry in sorted((plan.get("pd") or {}).items()):
+        proxy = entry["proxy"]
+        pools = entry["pools"]
+        if proxy["host"] not in hosts:
+            continue
+        found = ((applied(proxy["host"]) or {}).get("proxies") or {}).get(name) or {}
+        unit, health = found.get("unit") or {}, found.get("health") or {}
+        state = "%s/%s" % (unit.get("ActiveState", "?"), unit.get("SubState", "?"))
+        lines.append("prefill/decode %s: proxy on %s (port %d) %s, %s %s; prefill %s on %s, decode %s on %s" % (
+            name, proxy["host"], proxy["port"], state, proxy["health_path"], health.get("status", "?"),
+            pools["prefill"]["instance"], ", ".join(pools["prefill"]["hosts"]), pools["decode"]["instance"],
+            ", ".join(pools["decode"]["hosts"])))
+        if unit.get("ActiveState") != "active":
+            problems.append("- the proxy of %s on %s is %s (journalctl -u %s)"
+                            % (name, proxy["host"], state, proxy["unit"]))
+        elif health.get("status") != 200:
+            problems.append("- the proxy of %s on %s: %s answered %s"
+                            % (name, proxy["host"], proxy["health_path"], health.get("msg") or health.get("status")))
+    return lines, problems
 
 
 def router_report(plan, hosts, applied):
@@ -105,10 +142,11 @@ def report(node, settings):
             tables.append("instance %s: %s" % (name, reports.status_table(view.plan, hosts, found)))
             problems += ["- instance %s: %s" % (name, line[2:]) for line in
                          reports.status_problems(view.plan, hosts, found).splitlines()]
-        lines, found_problems = router_report(plan, hosts, lambda host: node.applied("status", host=host))
-        if lines:
-            tables.append("\n".join(lines))
-        problems += found_problems
+        for summary in (router_report, pd_report):
+            lines, found_problems = summary(plan, hosts, lambda host: node.applied("status", host=host))
+            if lines:
+                tables.append("\n".join(lines))
+            problems += found_problems
         table = "\n\n".join(tables)
         if problems:
             raise Refused(table + "\n" + "\n".join(problems))

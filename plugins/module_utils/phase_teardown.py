@@ -14,16 +14,18 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_inst
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve")
-LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
+LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve|load_balance_proxy_[a-z_]*server_example"
 
 
 def desired(node, settings):
     units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
     # Several instances: each one's units as the node has them, Ray's after the single model's, serve's last (stopped
     # first).
-    for pattern, single in ((phase_instances.RAY_UNIT, "ray"), (phase_instances.SERVE_UNIT, "serve")):
+    # The prefill/decode proxies (ascend-pd-NAME) stop before the pools.
+    for pattern, single in ((phase_instances.RAY_UNIT, "ray"), (phase_instances.SERVE_UNIT, "serve"),
+                            (phase_instances.PD_UNIT, None)):
         found = [name for name in phase_instances.listed(node, planner.UNIT_DIR, pattern)
-                 if name != planner.UNITS[single]]
+                 if single is None or name != planner.UNITS[single]]
         units += [{"name": name, "state": "stopped", "enabled": False} for name in found]
     # The router in front of them stops first: no request reaches an engine that is going.
     units.append({"name": router_plan.UNIT, "state": "stopped", "enabled": False})

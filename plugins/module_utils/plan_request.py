@@ -82,8 +82,11 @@ ARGUMENT_SPEC = dict(
     router_hosts=dict(type="list", elements="str"),
     router_port=dict(type="int", default=router_plan.DEFAULTS["port"]),
     router_metrics_port=dict(type="int", default=router_plan.DEFAULTS["metrics_port"]),
+    # Where vllm-ascend's examples/disaggregated_prefill_v1 is on the nodes (instances with prefill/decode pools).
+    pd_proxy_dir=dict(type="str"),
 )
 ROUTER_OPTIONS = ("router_enabled", "router_hosts", "router_port", "router_metrics_port")
+FLEET_OPTIONS = ROUTER_OPTIONS + ("pd_proxy_dir",)
 
 
 def load_model_config(params):
@@ -116,18 +119,19 @@ def answer(params):
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
-                if k not in ("nodes", "model_config_path", "instances", "instances_use") + ROUTER_OPTIONS}
+                if k not in ("nodes", "model_config_path", "instances", "instances_use") + FLEET_OPTIONS}
     router = router_plan.settings_of(params)
     settings["model_config"] = model_config
     try:
         if instances is not None:
-            fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs, router)
+            fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs, router,
+                                    params.get("pd_proxy_dir"))
             problems = deploy_problems(fleet) if params.get("instances_use", "deploy") == "deploy" else []
             if problems:
                 return dict(failed=True, errors=problems, msg="ascend_instances: this release cannot deploy what "
                             "is asked (playbooks/plan.yml shows the plan):\n- " + "\n- ".join(problems))
             return dict(changed=False, instances=fleet["instances"], allocation=fleet["allocation"],
-                        cluster=fleet["cluster"], nodes=fleet["nodes"], router=fleet["router"],
+                        cluster=fleet["cluster"], nodes=fleet["nodes"], router=fleet["router"], pd=fleet["pd"],
                         plan_warnings=fleet["warnings"],
                         model_checks=model_checks)
         problems = router_plan.single_model_problems(router)

@@ -104,6 +104,40 @@ def _instance_model_problems(probe, plan, host, context):
     return problems
 
 
+def _proxy_problems(probe, plan, host):
+    """A prefill/decode proxy's script and the packages it imports, on the host that runs it."""
+    problems = []
+    python = probe.get("python") or {}
+    for name, entry in sorted((plan.get("pd") or {}).items()):
+        proxy = entry["proxy"]
+        if proxy["host"] != host or not proxy["script"]:
+            continue
+        if not (probe.get("pd_proxy") or {}).get(proxy["script"]):
+            problems.append("instance %s: vllm-ascend's proxy %s does not exist (ascend_pd_proxy_dir: the directory "
+                            "examples/disaggregated_prefill_v1 of vllm-ascend's source, which its sdist on PyPI holds)"
+                            % (name, proxy["script"]))
+        missing = [d for d in ("fastapi", "httpx", "uvicorn") if python.get("version")
+                   and not (python.get("distributions") or {}).get(d)]
+        if missing:
+            problems.append("instance %s: the proxy runs on %s, which lacks %s (vLLM installs them with the engine)"
+                            % (name, python.get("path"), ", ".join(missing)))
+    return problems
+
+
+def _pd_ports(plan, host):
+    """[(port, variable)] of the prefill/decode pools' KV ports and proxies on this node."""
+    wanted = []
+    for name, entry in sorted((plan.get("pd") or {}).items()):
+        for pool, found in sorted(entry["pools"].items()):
+            if host in found["hosts"]:
+                wanted += [(port, "ascend_instances.%s.kv_transfer (the %s pool's KV port %d of %d-%d)" % (
+                    name, pool, port, found["kv_port"], found["kv_port"] + found["kv_ports"] - 1))
+                    for port in range(found["kv_port"], found["kv_port"] + found["kv_ports"])]
+        if entry["proxy"]["host"] == host:
+            wanted.append((entry["proxy"]["port"], "ascend_instances.%s.proxy_port" % name))
+    return wanted
+
+
 def node_ports(plan, host):
     """[(port, variable)] this node's services listen on."""
     cluster, node = plan["cluster"], plan["nodes"][host]
@@ -127,6 +161,8 @@ def _port_problems(probe, plan, host):
         if host in instance["nodes"]:
             wanted += [(port, "ascend_instances.%s.%s" % (name, variable.replace("ascend_", "", 1)))
                        for port, variable in node_ports(instance, host)]
+    ours |= set(entry["proxy"]["unit"] for entry in (plan.get("pd") or {}).values())
+    wanted += _pd_ports(plan, host)
     router = plan.get("router")
     if router and host in router["hosts"]:
         ours.add(router["unit"])
@@ -167,5 +203,6 @@ def node_checks(probe, plan, host, context):
     problems += engine_problems + list(probe["service"]["problems"])
     model_problems, model_note, model_summary = _model(probe, cluster, context, host)
     problems += model_problems + _instance_model_problems(probe, plan, host, context) + _port_problems(probe, plan, host)
+    problems += _proxy_problems(probe, plan, host)
     notes += [note for note in (engine_note, model_note) if note]
     return {"problems": problems, "notes": notes, "engine_summary": engine_summary, "model_summary": model_summary}

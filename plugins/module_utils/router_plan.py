@@ -66,19 +66,32 @@ def claim_ports(ports, router, hosts):
         ports.claim(hosts, value, 1, "the router", what, what)
 
 
-def section(router, hosts, names, plans, addresses):
+def section(router, hosts, names, plans, addresses, pd=None):
     """The plan's ``router``: None when disabled, else its hosts and their addresses, its ports, unit, and one
-    backend per served model name whose servers are the instances serving it (name order)."""
+    backend per served model name whose servers are the instances serving it (name order); a prefill/decode
+    instance's server is its proxy (PD: pd_plan.finish's entries), not its pools."""
     if not router["enabled"]:
         return None
+    pd = pd or {}
+    pools = set(pool["instance"] for entry in pd.values() for pool in entry["pools"].values())
     backends, order = {}, []
+    for name in sorted(pd):
+        proxy = pd[name]["proxy"]
+        served = str(pd[name]["served_model_name"])
+        order.append(served)
+        backends[served] = {"name": "model-" + name, "served_model_name": served, "check_path": proxy["health_path"],
+                            "servers": [{"name": name, "host": proxy["host"], "address": proxy["address"],
+                                         "port": proxy["port"]}]}
     for name in names:
+        if name in pools:
+            continue
         cluster = plans[name]["cluster"]
         served = str(cluster["served_model_name"])
         if served not in backends:
             order.append(served)
             # HAProxy's names take letters, digits, '-', '_', '.' and ':': the first replica's instance name is one.
-            backends[served] = {"name": "model-" + name, "served_model_name": served, "servers": []}
+            backends[served] = {"name": "model-" + name, "served_model_name": served, "check_path": "/health",
+                                "servers": []}
         head = cluster["node_order"][0]
         backends[served]["servers"].append({"name": name, "host": head, "address": plans[name]["nodes"][head]["node_ip"],
                                             "port": cluster["api_port"]})

@@ -241,6 +241,11 @@ options:
       - The router's Prometheus metrics port, members only (C(ascend_router_metrics_port)).
     type: int
     default: 8404
+  pd_proxy_dir:
+    description:
+      - Where vllm-ascend's C(examples/disaggregated_prefill_v1) is on the nodes (C(ascend_pd_proxy_dir)); its proxy
+        joins the prefill and decode pools of an instance that has them. Required for such an instance to deploy.
+    type: str
   nodes:
     description:
       - The cluster's nodes, head included, in inventory order.
@@ -547,6 +552,14 @@ router:
       C(port), C(metrics_port), C(unit), and C(backends) (one per served model name, each with C(name),
       C(served_model_name) and C(servers) - each replica's instance C(name), C(host) (its head), C(address) and
       C(port)); null when disabled.
+  returned: with O(instances)
+  type: dict
+pd:
+  description:
+    - With O(instances), each instance that has prefill and decode pools - C(connector), C(served_model_name),
+      C(pools) (C(prefill) and C(decode), each with its C(instance), C(hosts), C(head), C(address), C(api_port),
+      C(kv_port), C(kv_ports) and C(kv_transfer_config)) and C(proxy) (C(host), C(address), C(port), C(script),
+      C(argv), C(command), C(unit), C(env_file), C(health_path)).
   returned: with O(instances)
   type: dict
 allocation:

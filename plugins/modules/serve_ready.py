@@ -52,6 +52,12 @@ options:
     description: The smoke test's C(max_tokens).
     type: int
     default: 120
+  list_models:
+    description:
+      - Whether O(model) must be listed by C(GET /v1/models) before the smoke test; false for an endpoint that
+        serves no model list (vllm-ascend's prefill/decode proxy).
+    type: bool
+    default: true
   api_key:
     description:
       - The key the C(/v1) requests carry (C(Authorization) header). Omitted - C(ascend_api_key) where the inventory or
@@ -103,6 +109,7 @@ answer:
 """
 
 import json
+import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -111,6 +118,11 @@ from ansible.module_utils.urls import fetch_url
 # /v1/models is asked this many times after /health answered (the engine registers the model as it starts).
 MODEL_ATTEMPTS = 12
 SMOKE_TIMEOUT = 300
+
+
+def api_base(url):
+    """The API's base URL: the health URL without its path (/health of vLLM, /healthcheck of vllm-ascend's proxy)."""
+    return re.sub(r"/(health|healthcheck)$", "", url.rstrip("/"))
 
 
 def request(module, url, headers=None, body=None, timeout=10):
@@ -150,6 +162,7 @@ def main():
             model=dict(type="str"),
             smoke_prompt=dict(type="str"),
             smoke_max_tokens=dict(type="int", default=120, no_log=False),
+            list_models=dict(type="bool", default=True),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="int", required=True),
             interval=dict(type="int", default=2),
@@ -164,10 +177,9 @@ def main():
         if params["log_argv"]:
             result["log"] = module.run_command(params["log_argv"])[1]
         module.exit_json(**result)
-    url = params["url"]
-    base = url[:-len("/health")] if url.endswith("/health") else url.rstrip("/")
+    base = api_base(params["url"])
     headers = {"Authorization": "Bearer %s" % params["api_key"]} if params["api_key"] else {}
-    if params["model"]:
+    if params["model"] and params["list_models"]:
         result["models"] = models(module, base, headers, params["interval"])
         if params["model"] not in result["models"]:
             module.exit_json(**result)

@@ -2,6 +2,7 @@
 deploying playbooks' refusal before any host is touched, and bad instance inventories refused in one message each
 naming the instance, the variable and the host."""
 
+import json
 import os
 import subprocess
 
@@ -123,3 +124,22 @@ def test_bad_instances_are_refused_naming_instance_variable_and_host(run_plan, t
 def test_example_11_pins_what_shares_a_host(run_plan):
     proc, _plans = run_plan(EXAMPLE)
     assert proc.returncode == 0 and "[WARNING]" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_example_12_plans_the_tutorials_prefill_and_decode_pools(run_plan):
+    """vllm-ascend 0.23's pd_disaggregation_mooncake_multi_node tutorial as an inventory: each pool's serve command
+    carries its --kv-transfer-config, the KV ports lie above Mooncake's range of 16-NPU nodes, and the summary
+    names the proxy."""
+    example = os.path.join(REPO, "inventories", "examples", "12-deepseek-r1-pd-mooncake", "hosts")
+    proc, plans = run_plan(example)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for host, pool, role in (("p1", "r1-prefill", "kv_producer"), ("p2", "r1-prefill", "kv_producer"),
+                             ("d1", "r1-decode", "kv_consumer"), ("d2", "r1-decode", "kv_consumer")):
+        entry = plans[host]["instances"][pool]
+        argv = entry["serve_argv"]
+        config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
+        assert config["kv_role"] == role and config["kv_port"] >= 36000, (host, config)
+        assert config["kv_connector_extra_config"] == {"prefill": {"tp_size": 8, "dp_size": 4},
+                                                       "decode": {"tp_size": 1, "dp_size": 32}}
+        assert entry["env"]["VLLM_HOST_IP"] == "192.0.2.%d" % (21 + ["p1", "p2", "d1", "d2"].index(host))
+    assert "ascend-pd-r1.service" in proc.stdout, proc.stdout

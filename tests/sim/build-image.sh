@@ -13,6 +13,13 @@ mirror=${ASCEND_SIM_MIRROR:-http://deb.debian.org/debian}
 cann_versions=${ASCEND_SIM_CANN_VERSIONS:-8.0.RC1 8.5.0}
 samples="$repo/tests/unit/plugins/module_utils/hardware_samples"
 ray_requirement=${ASCEND_SIM_RAY:-ray[default]==2.52.1}
+# What vllm-ascend's prefill/decode proxy imports (vLLM's fastapi[standard] brings them with a real engine; the
+# fleet scenario's simulated engine installs them from the wheelhouse), at the bound its sdist's requirements.txt sets.
+proxy_requirements="fastapi<0.124.0 httpx uvicorn"
+# vllm-ascend's own source (its sdist on PyPI), for examples/disaggregated_prefill_v1: the proxy the collection runs.
+vllm_ascend_sdist=vllm_ascend-0.23.0.post1.tar.gz
+vllm_ascend_sha256=a3b9f4a5dd7aa50c37e03d1f35937c4ae5aeacc49b734cac74d59ce5757738e1
+vllm_ascend_url=https://files.pythonhosted.org/packages/ab/7a/32a1b1f13467fb7372588206fa1ffb735f28dcd8504d562f5c7ccdbd90d0/$vllm_ascend_sdist
 arch=$(uname -m)
 # haproxy: the router role's package (the nodes reach no mirror in the tests).
 packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync,haproxy
@@ -54,7 +61,7 @@ vllm_help="$repo/tests/vllm_help"
 inputs=$( (cd "$here" && find doubles image nnrt cann makeself-header.sh build-image.sh -type f -print0 | sort -z \
   | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt;
   cd "$samples" && sha256sum driver-version.info__* ascend_toolkit_install.info__*;
-  echo "$base $cann_versions $ray_requirement $arch"; cat "$ssh_key.pub") \
+  echo "$base $cann_versions $ray_requirement $proxy_requirements $vllm_ascend_sha256 $arch"; cat "$ssh_key.pub") \
   | sha256sum | cut -c1-12)
 image="localhost/ascend-sim-node:$inputs"
 if ! podman image exists "$image"; then
@@ -85,13 +92,24 @@ if ! podman image exists "$image"; then
   # V100R001C18, the release of the 24.1.rc2.2 driver capture, so a 23.0.7 driver (C15) is refused.
   "$here/cann/build-cann.sh" 9.0.1 "$arch" "$context/packages" V100R001C26SPC001B001 "[V100R001C18]" \
     "$context/doubles/libascendcl.so" >/dev/null
-  wheelhouse="$cache/wheelhouse-$(printf '%s' "$ray_requirement" | sha256sum | cut -c1-12)"
+  wheelhouse="$cache/wheelhouse-$(printf '%s' "$ray_requirement $proxy_requirements" | sha256sum | cut -c1-12)"
   if [ ! -f "$wheelhouse/.complete" ]; then
-    log "downloading $ray_requirement into $wheelhouse"
+    log "downloading $ray_requirement $proxy_requirements into $wheelhouse"
     rm -rf "$wheelhouse"
-    python3.11 -m pip download -q -d "$wheelhouse" "$ray_requirement" "pip" "setuptools" "wheel" >&2
+    # shellcheck disable=SC2086 # one requirement per word
+    python3.11 -m pip download -q -d "$wheelhouse" "$ray_requirement" $proxy_requirements "pip" "setuptools" \
+      "wheel" >&2
     touch "$wheelhouse/.complete"
   fi
+  if ! echo "$vllm_ascend_sha256  $cache/$vllm_ascend_sdist" | sha256sum -c --status 2>/dev/null; then
+    log "downloading $vllm_ascend_sdist"
+    curl -fsSL --retry 3 -o "$cache/$vllm_ascend_sdist.part" "$vllm_ascend_url"
+    echo "$vllm_ascend_sha256  $cache/$vllm_ascend_sdist.part" | sha256sum -c --status
+    mv "$cache/$vllm_ascend_sdist.part" "$cache/$vllm_ascend_sdist"
+  fi
+  mkdir -p "$context/vllm-ascend"
+  tar -xzf "$cache/$vllm_ascend_sdist" -C "$context/vllm-ascend" --strip-components=1 \
+    "${vllm_ascend_sdist%.tar.gz}/examples/disaggregated_prefill_v1"
   mkdir -p "$context/wheelhouse"
   cp "$wheelhouse"/*.whl "$context/wheelhouse/" 2>/dev/null || true
   cp "$wheelhouse"/*.tar.gz "$context/wheelhouse/" 2>/dev/null || true

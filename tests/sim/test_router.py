@@ -72,9 +72,10 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
             "router": {"hosts": ["r1"], "addresses": {"r1": "127.0.0.1"}, "port": ports["router"],
                        "metrics_port": ports["metrics"], "unit": "ascend-router.service",
                        "socket": str(tmp_path / "admin.sock"),
-                       "backends": [{"name": "model-a1", "served_model_name": "qwen",
+                       "backends": [{"name": "model-a1", "served_model_name": "qwen", "check_path": "/health",
                                      "servers": [server("a1"), server("a2")]},
-                                    {"name": "model-big", "served_model_name": "big", "servers": [server("big")]}]}}
+                                    {"name": "model-big", "served_model_name": "big", "check_path": "/health",
+                                     "servers": [server("big")]}]}}
     settings = {"program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
                 "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "tls_certificate": ""}
     state = phase_router.desired(Node(plan, {"ascend_api_key": ENGINE_KEY, "router_client_keys": [CLIENT_KEY]},

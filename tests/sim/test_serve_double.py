@@ -32,7 +32,7 @@ def sim(tmp_path):
     """Start doubles against a scratch node with 4 NPUs; stops them afterwards."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    for name in ("ascend_sim.py", "vllm_sim.py"):
+    for name in ("ascend_sim.py", "vllm_sim.py", "kv_connector_sim.py"):
         shutil.copy(os.path.join(DOUBLES, name), lib / name)
     shutil.copytree(VLLM_HELP, lib / "vllm_help", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "root/dev").mkdir(parents=True)
@@ -363,3 +363,92 @@ def test_an_hccl_base_port_in_use_fails(sim):
     code, output = sim.run("vllm-mindspore", "serve", sim.model, "--port", str(free_port()), "--tensor-parallel-size",
                            "2", ASCEND_RT_VISIBLE_DEVICES="2,3", HCCL_IF_BASE_PORT=str(base - 1))
     assert code == 1 and "HCCL init failed: bind 0.0.0.0 port %d failed" % (base + 1) in output, output
+
+
+# --- prefill/decode disaggregation (kv_connector_sim.py: vllm-ascend 0.23.0's MooncakeConnectorV1) ---------------
+
+def kv_config(role, kv_port, **extra):
+    sizes = {"prefill": {"tp_size": 2, "dp_size": 1}, "decode": {"tp_size": 1, "dp_size": 1}}
+    config = {"kv_connector": "MooncakeConnectorV1", "kv_role": role, "kv_port": kv_port,
+              "engine_id": "pd-" + role, "kv_connector_extra_config": sizes}
+    config.update(extra)
+    return json.dumps(config)
+
+
+def start_pool(sim, tmp_path, role, devices, tp, kv_port, **extra):
+    port = free_port()
+    proc = sim.start("vllm", "serve", sim.model, "--served-model-name", "qwen", "--port", str(port), "--host",
+                     "127.0.0.1", "--tensor-parallel-size", str(tp), "--kv-transfer-config",
+                     kv_config(role, kv_port, **extra), ASCEND_SIM_VLLM_VERSION="0.23.0",
+                     ASCEND_RT_VISIBLE_DEVICES=devices, VLLM_HOST_IP="127.0.0.1", ASCEND_SIM_KV_TIMEOUT="3",
+                     ASCEND_SIM_LOCK_DIR=str(tmp_path / ("locks-" + role)))
+    assert wait_http(port, proc)[0] == 200
+    return port, proc
+
+
+def prefill_request(prompt="I am"):
+    """What vllm-ascend's proxy sends the prefill (load_balance_proxy_server_example.py, build_prefill_request)."""
+    return {"model": "qwen", "prompt": prompt, "max_tokens": 1, "min_tokens": 1, "stream": False,
+            "kv_transfer_params": {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
+                                   "remote_block_ids": None, "remote_host": None, "remote_port": None}}
+
+
+def test_prefill_answers_kv_params_and_the_decode_pulls_from_its_port(sim, tmp_path):
+    kv_port = free_port()
+    prefill, prefill_proc = start_pool(sim, tmp_path, "kv_producer", "0,1", 2, kv_port)
+    decode, decode_proc = start_pool(sim, tmp_path, "kv_consumer", "2", 1, free_port())
+    # The producer binds kv_port .. kv_port + TP - 1 (one handshake port per worker).
+    for port in (kv_port, kv_port + 1):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    status, first = get(prefill, "/v1/completions", body=prefill_request())
+    params = first["kv_transfer_params"]
+    assert status == 200 and len(first["choices"][0]["text"].split()) == 1
+    assert set(params) == {"do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id",
+                           "remote_host", "remote_port", "remote_request_id", "remote_pcp_size", "remote_dcp_size",
+                           "remote_ptp_size", "last_token_id", "remote_multi_nodes_meta_mapping",
+                           "num_prompt_blocks", "remote_block_size"}
+    # vllm-ascend appends a uuid to the configured engine_id.
+    assert params["remote_engine_id"].startswith("pd-kv_producer-") and params["remote_port"] == kv_port
+    status, answer = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "I am", "max_tokens": 8,
+                                                          "kv_transfer_params": params})
+    assert status == 200 and len(answer["choices"][0]["text"].split()) == 8
+    # The blocks were handed over once: the same params again find nothing held.
+    status, again = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "I am", "max_tokens": 8,
+                                                         "kv_transfer_params": params})
+    assert status == 500 and "no KV blocks held" in again["message"]
+    status, wrong = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "x", "kv_transfer_params": dict(
+        get(prefill, "/v1/completions", body=prefill_request("x"))[1]["kv_transfer_params"], remote_engine_id="other")})
+    assert status == 500 and "unknown engine_id other" in wrong["message"]
+    prefill_proc.kill()
+    prefill_proc.communicate()
+    status, dead = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "y", "kv_transfer_params": params})
+    assert status == 500 and dead["message"].startswith(
+        "KV transfer from prefill engine %s at 127.0.0.1:%d failed" % (params["remote_engine_id"], kv_port))
+    decode_proc.kill()
+    assert "pulled 1 KV blocks of request" in decode_proc.communicate()[1]
+
+
+def test_a_decode_whose_extra_config_differs_is_refused(sim, tmp_path):
+    kv_port = free_port()
+    prefill, _proc = start_pool(sim, tmp_path, "kv_producer", "0,1", 2, kv_port)
+    decode, _decode = start_pool(sim, tmp_path, "kv_consumer", "2", 1, free_port(), kv_connector_extra_config={
+        "prefill": {"tp_size": 4, "dp_size": 1}, "decode": {"tp_size": 1, "dp_size": 1}})
+    params = get(prefill, "/v1/completions", body=prefill_request())[1]["kv_transfer_params"]
+    status, answer = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "I am",
+                                                          "kv_transfer_params": params})
+    assert status == 500 and "kv_connector_extra_config differs" in answer["message"]
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"kv_ports": 1}, "Extra inputs are not permitted"),
+    ({"kv_role": "prefill"}, "Unsupported kv_role: prefill"),
+    ({"kv_connector_extra_config": {"prefill": {"tp_size": 4}}},
+     "KV transfer 'prefill' config has a conflicting tensor parallel size. Expected 2, but got 4."),
+    ({"kv_connector_extra_config": {"prefill": {"tp_size": 2}, "decode": {"tp_size": 4}}},
+     "prefill_tp_size: 2 must be greater than or equal to the decode_tp_size: 4"),
+])
+def test_the_connector_refuses_what_vllm_ascend_refuses(sim, extra, message):
+    code, out = sim.run("vllm", "serve", sim.model, "--tensor-parallel-size", "2", "--kv-transfer-config",
+                        kv_config("kv_producer", free_port(), **extra), ASCEND_SIM_VLLM_VERSION="0.23.0",
+                        ASCEND_RT_VISIBLE_DEVICES="0,1")
+    assert code != 0 and message in out, out

@@ -24,7 +24,8 @@ The node's hardware is described by one JSON file the tests may change,
       "fail": {"npu-smi": "dcmi module initialize failed. ret is -8005",
                "hccn_tool": "..."},   # a tool that must fail outright
       "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0",
-                 "env": "/opt/ascend-inference/venv"},  # the serve double "pip-installed" (default: none)
+                 "env": "/opt/ascend-inference/venv",  # the serve double "pip-installed" (default: none)
+                 "requires": ["httpx"]},  # what the engine brings beside it, pip-installed from /opt/wheelhouse
       "device_nodes": true            # /dev/davinci* as character devices (1:3), for an engine container
     }
 
@@ -48,6 +49,7 @@ import json
 import os
 import platform
 import pwd
+import re
 import shutil
 import stat
 import subprocess
@@ -403,6 +405,18 @@ ENGINE_PROGRAMS = {"vllm-ascend": "vllm", "vllm-mindspore": "vllm-mindspore"}
 ENGINE_DISTRIBUTIONS = ("vllm", "vllm_ascend", "vllm_mindspore")
 
 
+def install_requirements(python, requirements):
+    """What the real engine brings with it that the collection runs beside it (vLLM's fastapi[standard]: vllm-ascend's
+    prefill/decode proxy imports fastapi, httpx and uvicorn), from the image's wheelhouse, once."""
+    names = [re.split(r"[<>=!\[ ]", requirement, 1)[0] for requirement in requirements]
+    missing = subprocess.run([python, "-c", "import importlib.metadata as m, sys\n"
+                              "sys.exit(any(not m.distribution(n) for n in sys.argv[1:]))"] + names,
+                             capture_output=True, check=False).returncode
+    if names and missing:
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", "/opt/wheelhouse"]
+                       + list(requirements), check=True)
+
+
 def apply_engine(engine):
     """Install the serve double into a Python environment with the engine's and vLLM's metadata."""
     env = path(engine.get("env", "/opt/ascend-inference/venv"))
@@ -422,6 +436,7 @@ def apply_engine(engine):
                          % (name, version))
         with open(os.path.join(info, "INSTALLER"), "w") as handle:
             handle.write("ascend-sim\n")
+    install_requirements(python, engine.get("requires") or [])
     for engine_name, program in ENGINE_PROGRAMS.items():
         script = os.path.join(env, "bin", program)
         if engine_name != engine["name"]:

@@ -51,6 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.environ.get("ASCEND_SIM_LIB", "/usr/local/lib/ascend-sim"))
 import ascend_sim  # noqa: E402
+from kv_connector_sim import Connector, KVError  # noqa: E402
 from vllm_help.reader import captured_versions, read_capture  # noqa: E402
 
 MS_BACKENDS = ("mindformers", "native", "mindone")
@@ -486,7 +487,7 @@ class Load:
             ])
 
 
-def make_handler(names, api_key, ready):
+def make_handler(names, api_key, ready, connector=None):
     load = Load()
     # Seconds per generated token (the instance's extra_env): a stream lasts long enough for a drain to wait on it.
     token_seconds = float(os.environ.get("ASCEND_SIM_DECODE_SECONDS", "0"))
@@ -553,6 +554,19 @@ def make_handler(names, api_key, ready):
             digest = hashlib.sha256(("%s|%s" % (model, prompt)).encode()).hexdigest()
             words = ["simulated", "Ascend", "answer", digest[:8]]
             tokens = [" " + words[i % len(words)] for i in range(min(max_tokens, 32))]
+            kv_params = request.get("kv_transfer_params") or {}
+            kv_answer = None
+            request_id = self.headers.get("X-Request-Id") or "cmpl-" + digest[:16]
+            if connector and connector.role == "kv_producer" and kv_params.get("do_remote_decode"):
+                kv_answer = connector.prefilled(request_id, len(str(prompt).split()), len(tokens))
+            elif kv_params.get("do_remote_prefill") and connector and connector.role == "kv_consumer":
+                try:
+                    connector.pull(kv_params)
+                except KVError as exc:
+                    log(str(exc))
+                    self.reply(500, {"object": "error", "message": str(exc), "type": "InternalServerError",
+                                     "code": 500})
+                    return
             load.started()
             ok = False
             try:
@@ -560,12 +574,16 @@ def make_handler(names, api_key, ready):
                     self.stream(model, digest, tokens)
                 else:
                     time.sleep(token_seconds * len(tokens))
-                    self.reply(200, {
+                    answer = {
                         "id": "cmpl-sim-" + digest[:16], "object": "text_completion", "created": int(time.time()),
                         "model": model,
                         "choices": [{"index": 0, "text": "".join(tokens), "logprobs": None, "finish_reason": "length"}],
                         "usage": {"prompt_tokens": len(str(prompt).split()), "completion_tokens": len(tokens),
-                                  "total_tokens": len(str(prompt).split()) + len(tokens)}})
+                                  "total_tokens": len(str(prompt).split()) + len(tokens)}}
+                    if kv_answer is not None:
+                        # vLLM's CompletionResponse carries the connector's request_finished params.
+                        answer["kv_transfer_params"] = kv_answer
+                    self.reply(200, answer)
                 ok = True
             finally:
                 load.finished(ok)
@@ -603,6 +621,11 @@ def main(engine):
     tp, pp = args.tensor_parallel_size or 1, args.pipeline_parallel_size or 1
     dp = args.data_parallel_size or 1
     world = tp * pp
+    connector = None
+    if getattr(args, "kv_transfer_config", None):
+        local = args.data_parallel_size_local if args.data_parallel_size_local is not None else dp
+        connector = Connector(args.kv_transfer_config, tp, pp, dp, args.data_parallel_start_rank or 0, local, die, log)
+        connector.listen(die)
     if args.headless:
         run_headless(args, world, version)
         return 0
@@ -641,7 +664,7 @@ def main(engine):
     names = args.served_model_name or [args.model_tag or args.model]
     api_key = args.api_key[0] if args.api_key else os.environ.get("VLLM_API_KEY")
     ready = registry.complete if registry else (lambda: True)
-    server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), make_handler(names, api_key, ready))
+    server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), make_handler(names, api_key, ready, connector))
     log("serving %s on %s:%d (%d placement groups held)"
         % (names, args.host or "0.0.0.0", args.port or 8000, len(hold or [])))
     server.serve_forever()

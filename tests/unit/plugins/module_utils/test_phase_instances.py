@@ -40,7 +40,7 @@ def make_plan(instances=None, **router):
     params.pop("check_nodes")
     found = answer(params)
     assert not found.get("failed"), found
-    return dict((key, found[key]) for key in ("cluster", "nodes", "instances", "allocation", "router"))
+    return dict((key, found[key]) for key in ("cluster", "nodes", "instances", "allocation", "router", "pd"))
 
 
 class FakeNode(object):
@@ -94,7 +94,7 @@ def test_each_instance_runs_its_own_unit_on_its_hosts_only():
     accepted(state)
     assert {"ascend-serve-chat.service", "ascend-serve-embed.service"} <= set(units(state))
     assert units(state)["ascend-serve-embed.service"]["state"] == "started"
-    assert head["record"] == {"serves": True, "instances": {"chat": True, "embed": True}}
+    assert head["record"] == {"serves": True, "instances": {"chat": True, "embed": True}, "proxies": []}
     written = [f["path"] for f in state["files"]]
     assert "/etc/systemd/system/ascend-serve-embed.service" in written
     assert set(state["secrets"]) == {"/etc/ascend-inference/serve-chat.env", "/etc/ascend-inference/serve-embed.env"}
@@ -111,8 +111,10 @@ def test_each_instance_runs_its_own_unit_on_its_hosts_only():
     assert "--headless" in chat["values"]["exec_start"]
 
 
-def sweeps(state):
-    return dict((sweep["directory"], sweep) for sweep in state["sweep"])
+def sweeps(state, proxies=False):
+    """The serve phase's sweeps by directory: the serve units' and files', or the PD proxies'."""
+    return dict((sweep["directory"], sweep) for sweep in state["sweep"]
+                if ("pd-" in sweep["pattern"]) == proxies)
 
 
 def test_what_no_instance_on_the_node_names_is_swept():
@@ -438,3 +440,106 @@ def test_the_ray_instances_token_restart_serve_and_probe_are_its_own():
     assert "/etc/ascend-inference/ray-big.env" in unit["values"]["env_files"]
     probe = phase_ray.probe_argv(plan["instances"]["big"], "/etc/ascend-inference", "/opt/venv", None)
     assert probe[4] == "/etc/ascend-inference/ray-auth-token-big" and "ascend-ray-big.service" in probe
+
+
+PD = {"chat": {"served_model_name": "qwen", "prefill": {"hosts": ["h"], "npus_per_host": 2, "tensor_parallel_size": 2},
+               "decode": {"hosts": ["w"], "npus_per_host": 2, "data_parallel_size": 2}}}
+
+
+def test_the_proxy_of_a_pd_instance_runs_on_its_host_with_the_key_in_a_0600_file():
+    plan = make_plan(PD, pd_proxy_dir="/opt/vllm-ascend/examples/disaggregated_prefill_v1")
+    proxy_host = FakeNode("w", plan, instances=PD)
+    proxy_host.variables["ascend_api_key"] = "k3y"
+    result = phase_instances.serve(proxy_host, SERVE)
+    state = result["apply"]
+    accepted(state)
+    unit = units(state)["ascend-pd-chat.service"]
+    assert unit["state"] == "started" and unit["restart_on"] == [
+        "/etc/systemd/system/ascend-pd-chat.service", "/etc/ascend-inference/pd-chat.env"]
+    files = dict((spec["path"], spec) for spec in state["files"])
+    assert files["/etc/ascend-inference/pd-chat.env"]["mode"] == "0600"
+    assert state["secrets"]["/etc/ascend-inference/pd-chat.env"]["values"]["environment"] == 'OPENAI_API_KEY="k3y"'
+    exec_start = files["/etc/systemd/system/ascend-pd-chat.service"]["values"]["exec_start"]
+    assert exec_start.startswith('"/opt/ascend-inference/venv/bin/python" "/opt/vllm-ascend/examples/'
+                                 'disaggregated_prefill_v1/load_balance_proxy_server_example.py" "--host" "192.0.2.12"')
+    assert result["record"]["proxies"] == ["ascend-pd-chat.service"]
+    kept = sweeps(state, proxies=True)
+    assert kept["/etc/systemd/system"]["keep"] == ["ascend-pd-chat.service"]
+    assert kept["/etc/ascend-inference"]["keep"] == ["pd-chat.env"]
+    # The pools' own units: chat-prefill on h, chat-decode on w.
+    assert "ascend-serve-chat-decode.service" in units(state)
+    head = phase_instances.serve(FakeNode("h", plan, instances=PD), SERVE)["apply"]
+    assert "ascend-serve-chat-prefill.service" in units(head) and "ascend-pd-chat.service" not in units(head)
+    assert sweeps(head, proxies=True)["/etc/systemd/system"]["keep"] == []
+    assert re.fullmatch(sweeps(head, proxies=True)["/etc/systemd/system"]["pattern"], "ascend-pd-old.service")
+
+
+def test_status_shows_the_pools_and_the_proxy_and_names_a_dead_decode():
+    plan = make_plan(PD, pd_proxy_dir="/opt/pd")
+    shown = "Id=%s\nLoadState=loaded\nActiveState=%s\nSubState=running\nNRestarts=0\n" \
+            "ActiveEnterTimestamp=Fri 2026-12-04 10:00:00 UTC\n\n"
+    dead = set()
+
+    class Status(FakeNode):
+        def run(self, module, args):
+            if module == "ansible.builtin.uri":
+                return {"status": 200}
+            if module == "ascend.inference.router_server":
+                return {"servers": [{"backend": "model-chat", "server": "chat", "status": "UP", "sessions": 0}]}
+            names = [a for a in args["argv"] if a.endswith(".service")]
+            return {"rc": 0, "stdout": "".join(shown % (n, "failed" if n in dead else "active") for n in names
+                                               if "serve" in n or "router" in n or "pd" in n)}
+
+    def records():
+        return dict((host, {"status": phase_status.status(Status(host, plan, instances=PD),
+                                                          {"config_dir": "/c", "python_env": "/p"})["record"]})
+                    for host in ("h", "w"))
+
+    found = records()
+    assert sorted(found["w"]["status"]["proxies"]) == ["chat"] and "proxies" not in found["h"]["status"]
+    table = phase_status.report(Status("h", plan, applied=found, instances=PD), {})["show"]
+    assert ("prefill/decode chat: proxy on w (port 8001) active/running, /healthcheck 200; prefill chat-prefill on "
+            "h, decode chat-decode on w") in table
+    assert "instance chat-decode: vllm-ascend mp: TP 1 x PP 1 x DP 2" in table
+    dead.add("ascend-serve-chat-decode.service")
+    with pytest.raises(Refused) as refused:
+        phase_status.report(Status("h", plan, applied=records(), instances=PD), {})
+    assert "- instance chat-decode: w: ascend-serve-chat-decode.service is not active" in str(refused.value)
+    dead.add("ascend-pd-chat.service")
+    with pytest.raises(Refused) as refused:
+        phase_status.report(Status("h", plan, applied=records(), instances=PD), {})
+    assert "- the proxy of chat on w is failed/running (journalctl -u ascend-pd-chat.service)" in str(refused.value)
+
+
+def test_preflight_names_a_missing_proxy_its_packages_and_a_held_kv_port():
+    from ansible_collections.ascend.inference.plugins.module_utils import preflight_checks
+    plan = make_plan(PD, pd_proxy_dir="/opt/pd")
+    script = "/opt/pd/load_balance_proxy_server_example.py"
+    python = {"path": "/opt/venv/bin/python", "version": "3.11.2",
+              "distributions": {"ray": "2.52.1", "fastapi": "0.115.0", "httpx": None, "uvicorn": "0.30.0"}}
+    assert preflight_checks._proxy_problems({"python": python, "pd_proxy": {script: False}}, plan, "w") == [
+        "instance chat: vllm-ascend's proxy /opt/pd/load_balance_proxy_server_example.py does not exist "
+        "(ascend_pd_proxy_dir: the directory examples/disaggregated_prefill_v1 of vllm-ascend's source, which its "
+        "sdist on PyPI holds)",
+        "instance chat: the proxy runs on /opt/venv/bin/python, which lacks httpx (vLLM installs them with the engine)"]
+    # The prefill's host runs no proxy.
+    assert preflight_checks._proxy_problems({"python": python, "pd_proxy": {}}, plan, "h") == []
+    kv_port = plan["pd"]["chat"]["pools"]["prefill"]["kv_port"]
+    listener = {"port": kv_port + 1, "process": "python3", "pid": 42, "uid": 0, "unit": None}
+    assert preflight_checks._port_problems({"listeners": [listener]}, plan, "h") == [
+        "ascend_instances.chat.kv_transfer (the prefill pool's KV port %d of %d-%d) %d is in use by python3 (pid 42)"
+        % (kv_port + 1, kv_port, kv_port + 1, kv_port + 1)]
+    # The proxy's own unit may hold its port.
+    proxy = {"port": plan["pd"]["chat"]["proxy"]["port"], "process": "python", "pid": 7, "uid": 0,
+             "unit": "ascend-pd-chat.service"}
+    assert preflight_checks._port_problems({"listeners": [proxy]}, plan, "w") == []
+
+
+def test_a_rolling_restart_rolls_router_servers_and_restarts_pd_pools_together():
+    instances = dict(PD, solo={"hosts": ["h"], "npus_per_host": 2, "model": "/models/e"})
+    plan = make_plan(instances, pd_proxy_dir="/opt/pd")
+    node = FakeNode("h", plan, instances=instances)
+    assert phase_restart.rolling(node, {"instances": None})["result"] == {
+        "rolling": ["solo"], "together": ["chat-decode", "chat-prefill"]}
+    assert phase_restart.rolling(node, {"instances": "chat-prefill"})["result"] == {
+        "rolling": [], "together": ["chat-prefill"]}

@@ -333,7 +333,8 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
     assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")] \
         + ["ascend-ray-big.service", "ascend-serve-chat.service", "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
-    assert state["leftovers"]["pattern"] == "raylet|gcs_server|ray start|vllm(-mindspore)? serve"
+    assert state["leftovers"]["pattern"] == ("raylet|gcs_server|ray start|vllm(-mindspore)? serve|"
+                                             "load_balance_proxy_[a-z_]*server_example")
 
 
 def test_merge_appends_and_keeps_one_of_each():

@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+"""Prefill/decode disaggregation in the planner (module_utils/pd_plan, through instances.make_fleet_plan).
+
+The layout is the vllm-ascend 0.23.0 tutorial's (docs/source/tutorials/features/
+pd_disaggregation_mooncake_multi_node.md: prefill TP8 on two Atlas 800T A3 nodes, decode DP32/TP1 on two), each
+node's --kv-transfer-config checked against the fields of vLLM's own KVTransferConfig
+(fixtures/kv_transfer_config, written by tools/extract_kv_transfer_config.py from the wheels)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import os
+
+import pytest
+
+from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
+from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "kv_transfer_config")
+DEEPSEEK = {"model_type": "deepseek_v3", "num_attention_heads": 128, "num_key_value_heads": 128,
+            "num_hidden_layers": 61, "kv_lora_rank": 512, "n_routed_experts": 256}
+QWEN = {"model_type": "qwen2", "num_attention_heads": 12, "num_key_value_heads": 12, "num_hidden_layers": 24}
+
+
+def kv_class(version):
+    with open(os.path.join(FIXTURES, "vllm-%s.json" % version)) as handle:
+        return json.load(handle)
+
+
+def a3_nodes():
+    names = ["p1", "p2", "d1", "d2"]
+    return [dict(name=name, node_ip="10.0.0.%d" % (index + 1), nic="eth0", npus_per_node=16, head=index == 0,
+                 npu_family="A3") for index, name in enumerate(names)]
+
+
+TUTORIAL = {
+    "ds": {
+        "model": "/models/DeepSeek-R1-W8A8", "served_model_name": "deepseek", "enable_expert_parallel": True,
+        "prefill": {"hosts": ["p1", "p2"], "tensor_parallel_size": 8, "data_parallel_size": 4},
+        "decode": {"hosts": ["d1", "d2"], "tensor_parallel_size": 1, "data_parallel_size": 32,
+                   "extra_env": {"HCCL_BUFFSIZE": "700"}},
+    },
+}
+
+
+def plan(instances=None, version="0.23.0", engine="vllm-ascend", configs=None, proxy_dir="/opt/pd", node_list=None):
+    settings = {"engine": engine, "engine_version": version, "model": "/models/default", "launcher": "mp"}
+    return fleet.make_fleet_plan(settings, a3_nodes() if node_list is None else node_list,
+                                 copy.deepcopy(TUTORIAL if instances is None else instances),
+                                 {"ds": DEEPSEEK} if configs is None else configs, pd_proxy_dir=proxy_dir)
+
+
+def refused(instances, **kwargs):
+    with pytest.raises(PlanError) as caught:
+        plan(instances, **kwargs)
+    return caught.value.errors
+
+
+def with_pools(prefill=None, decode=None, **shared):
+    instance = copy.deepcopy(TUTORIAL["ds"])
+    instance["prefill"].update(prefill or {})
+    instance["decode"].update(decode or {})
+    instance.update(shared)
+    return {"ds": instance}
+
+
+def test_every_serve_node_gets_a_kv_transfer_config_vllm_accepts():
+    found = plan()
+    accepted = kv_class("0.23.0")
+    seen = {}
+    for pool, role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
+        pool_plan = found["instances"]["ds-" + pool]
+        for host, node in sorted(pool_plan["nodes"].items()):
+            argv = node["serve_argv"]
+            assert argv.count("--kv-transfer-config") == 1, host
+            config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
+            # vLLM 0.23's @config forbids unknown keys: every key must be a field of the class.
+            assert accepted["forbids_extra"] and set(config) <= set(accepted["fields"]), sorted(config)
+            assert config["kv_role"] == role and role in accepted["kv_role"]
+            assert config["kv_connector"] == "MooncakeConnectorV1"
+            assert config["engine_id"] == "ds-" + pool
+            # check_kv_extra_config: each side's entry equals its own TP and global DP.
+            assert config["kv_connector_extra_config"] == {"prefill": {"tp_size": 8, "dp_size": 4},
+                                                           "decode": {"tp_size": 1, "dp_size": 32}}
+            assert node["env"]["VLLM_HOST_IP"] == node["node_ip"]
+            seen.setdefault(pool, set()).add(config["kv_port"])
+    # 36000, the first port above the transport's range, went to the pools' DP RPC port (29550 lies in the range).
+    assert seen == {"prefill": {36001}, "decode": {36033}}
+    # The tutorial's per-role HCCL_BUFFSIZE under the user's own.
+    assert found["instances"]["ds-prefill"]["nodes"]["p2"]["env"]["HCCL_BUFFSIZE"] == "256"
+    assert found["instances"]["ds-decode"]["nodes"]["d2"]["env"]["HCCL_BUFFSIZE"] == "700"
+
+
+def test_kv_ports_lie_above_the_transport_range_and_are_held():
+    found = plan()
+    # 16 NPUs per node: the Ascend transport takes [20000, 36000); the DP RPC port takes 36000, and the prefill
+    # pool's 32 NPUs bind 36001-36032.
+    assert found["cluster"]["mooncake_ports"] == {"start": 20000, "count": 16000}
+    held = [(span["port"], span["count"], span["owner"], span["what"]) for span in found["allocation"]["ports"]["p1"]
+            if span["port"] >= 20000 and span["port"] < 60000]
+    assert held == [(36000, 1, "ds-prefill", "dp_rpc_port"),
+                    (36001, 32, "ds-prefill", "KV transfer ports (kv_port + NPUs)")]
+    assert found["pd"]["ds"]["pools"]["decode"]["kv_port"] == 36033
+
+
+def test_the_proxy_joins_the_pools_heads_and_the_router_routes_to_it():
+    found = plan()
+    proxy = found["pd"]["ds"]["proxy"]
+    assert proxy["host"] == "d1" and proxy["unit"] == "ascend-pd-ds.service"
+    assert proxy["argv"] == [
+        "/opt/ascend-inference/venv/bin/python", "/opt/pd/load_balance_proxy_server_example.py",
+        "--host", "10.0.0.3", "--port", str(proxy["port"]),
+        "--prefiller-hosts", "10.0.0.1", "--prefiller-ports", "8000",
+        "--decoder-hosts", "10.0.0.3", "--decoder-ports", "8000"]
+    assert proxy["port"] == 8001
+    backends = found["router"]["backends"]
+    assert [(b["served_model_name"], b["check_path"], [(s["address"], s["port"]) for s in b["servers"]])
+            for b in backends] == [("deepseek", "/healthcheck", [("10.0.0.3", 8001)])]
+
+
+def test_without_the_proxy_directory_the_deploy_is_refused_and_the_plan_shown():
+    found = plan(proxy_dir=None)
+    assert found["pd"]["ds"]["proxy"]["argv"] is None
+    assert fleet.deploy_problems(found)[-1].startswith(
+        "instance ds has prefill and decode pools: set ascend_pd_proxy_dir")
+
+
+def test_prefill_tp_below_decode_tp_is_refused_before_anything_starts():
+    found = refused(with_pools(prefill={"tensor_parallel_size": 1, "data_parallel_size": 32},
+                               decode={"tensor_parallel_size": 8, "data_parallel_size": 4}))
+    assert found == ["instance ds: ascend_instances.ds.prefill.tensor_parallel_size 1 is below "
+                     "ascend_instances.ds.decode.tensor_parallel_size 8; vllm-ascend's Mooncake connector needs "
+                     "prefill TP >= decode TP (mooncake_connector.py)"]
+
+
+def test_non_divisible_tp_is_refused_for_a_model_without_mla_only():
+    layout = {"ds": dict(TUTORIAL["ds"], enable_expert_parallel=False, model="/models/qwen",
+                         prefill={"hosts": ["p1"], "tensor_parallel_size": 4},
+                         decode={"hosts": ["d1"], "tensor_parallel_size": 3})}
+    assert refused(layout, configs={"ds": QWEN}) == [
+        "instance ds: prefill TP 4 is not a multiple of decode TP 3; vllm-ascend needs that for a model without "
+        "DeepSeek's MLA (ascend_config.py)"]
+    mla = dict(QWEN, kv_lora_rank=512)
+    assert plan(layout, configs={"ds": mla})["pd"]["ds"]["pools"]["decode"]["head"] == "d1"
+
+
+def test_decode_pipeline_stages_are_refused():
+    found = refused(with_pools(decode={"pipeline_parallel_size": 2, "data_parallel_size": 16}))
+    assert found == ["instance ds: ascend_instances.ds.decode.pipeline_parallel_size must be 1 (the connector's "
+                     "decode side has no pipeline stages)"]
+
+
+def test_a_kv_port_inside_the_transport_range_is_refused():
+    found = refused(with_pools(kv_transfer={"kv_port": 30000}))
+    assert found == ["ascend_instances.ds.kv_transfer.kv_port 30000 is Mooncake's Ascend transport range "
+                     "20000-35999 (reserved on every node): choose another port"]
+
+
+def test_pools_overlapping_another_instances_npus_are_named():
+    instances = copy.deepcopy(TUTORIAL)
+    instances["chat"] = {"model": "/models/qwen", "hosts": ["d1"], "devices": {"d1": [0, 1]}}
+    found = refused(instances, configs={"ds": DEEPSEEK, "chat": QWEN})
+    assert "instances chat and ds-decode both use NPUs 0,1 on host d1" in found
+
+
+def test_engines_and_versions_without_a_built_connector_are_refused():
+    assert refused(None, version="0.11.0") == [
+        "instance ds: vllm-ascend 0.11.0 (vLLM 0.11.0): this release builds the Mooncake connector of vllm-ascend "
+        "0.23.0 only (vllm-ascend 0.9-0.11 pair pools through LLMDataDistCMgrConnector and a rank table, not "
+        "built yet)"]
+    assert refused(None, engine="vllm-mindspore", version="0.5.1") == [
+        "instance ds: prefill/decode disaggregation runs on vllm-ascend's KV connectors; vllm-mindspore 0.5.1 has "
+        "none this collection builds"]
+
+
+def test_bad_pd_keys_are_named():
+    layout = with_pools(prefill={"model": "/x", "serve_options": {"kv-transfer-config": "{}"}},
+                        hosts=["p1"], kv_transfer={"connector": "MooncakeLayerwiseConnector", "port": 1,
+                                                   "extra_config": {"prefill": {}}})
+    del layout["ds"]["decode"]["hosts"]
+    found = refused(layout)
+    assert found == [
+        "ascend_instances.ds.hosts: a prefill/decode instance is placed per pool: set ascend_instances.ds.prefill.hosts"
+        " and ascend_instances.ds.decode.hosts",
+        "ascend_instances.ds.prefill.model is not a pool setting (shared by both pools: set ascend_instances.ds.model);"
+        " a pool takes " + ", ".join(fleet.pd_plan.POOL_SETTINGS),
+        "ascend_instances.ds.prefill.serve_options.kv_transfer_config is written by the planner for the pools: set "
+        "ascend_instances.ds.kv_transfer instead",
+        "ascend_instances.ds.decode.hosts is required: the hosts of the decode pool, its head first",
+        "ascend_instances.ds.kv_transfer.port is not a KV transfer setting; kv_transfer takes connector, kv_port, "
+        "extra_config",
+        "ascend_instances.ds.kv_transfer.connector MooncakeLayerwiseConnector is not built by this release: its proxy "
+        "sends each request to the decode first and is called back at /v1/metaserver; this release builds the "
+        "prefill-first flow of MooncakeConnectorV1",
+        "ascend_instances.ds.kv_transfer.extra_config: prefill and decode are written by the planner from the pools' "
+        "layouts"]
+
+
+def test_a_pool_layout_problem_names_the_pool():
+    found = refused(with_pools(prefill={"data_parallel_size": 5}))
+    assert found == ["instance ds (prefill pool): TP 8 x PP 1 x DP 5 = 40 NPUs is more than the cluster's 32 NPUs "
+                     "(p1 16, p2 16)"]
+
+
+@pytest.mark.parametrize("version", ["0.9.1", "0.11.0", "0.23.0"])
+def test_the_fixture_is_vllms_class(version):
+    """The fixture holds the fields every connector config needs, with vLLM's defaults and checks."""
+    found = kv_class(version)
+    assert found["vllm_version"] == version
+    for field in ("kv_connector", "kv_role", "kv_port", "engine_id", "kv_connector_extra_config"):
+        assert field in found["fields"]
+    assert found["fields"]["kv_port"]["value"] == 14579
+    assert set(found["kv_role"]) == {"kv_producer", "kv_consumer", "kv_both"}
+    # 0.9.1 and 0.11 word it "kv_disagg_role", 0.23 "kv_role"; the check is the same.
+    assert any("when kv_connector is set" in check for check in found["post_init_raises"])
+    assert found["forbids_extra"] == (version == "0.23.0")
