@@ -9,10 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.module_utils.api_url import api_base, health_path
 from ansible_collections.ascend.inference.plugins.plugin_utils.polling import POLL_ARGUMENTS, PollingAction
 
 display = Display()
@@ -36,7 +35,7 @@ class ActionModule(PollingAction):
     def poll(self, args, task_vars):
         seen = self.ask(args, task_vars)
         if seen.get("status") == 200:
-            return True, "/health: HTTP 200", seen
+            return True, "%s: HTTP 200" % health_path(args["url"]), seen
         self.log_line = progress.last_log_line(seen.get("log")) or self.log_line
         return False, progress.ready_status(progress.health_answer(seen), self.log_line), seen
 
@@ -63,7 +62,7 @@ class ActionModule(PollingAction):
                 args["url"], args["timeout"], progress.health_answer(seen),
                 "; the engine's latest log line: " + self.log_line if self.log_line else ""))
             return result
-        base = re.sub(r"/(health|healthcheck)$", "", args["url"].rstrip("/"))
+        base = api_base(args["url"])
         if args["model"] and args["list_models"]:
             result["models"] = listed = seen.get("models") or []
             if args["model"] not in listed:

@@ -285,6 +285,9 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None,
     if problems:
         raise planner.PlanError(problems)
     groups = [name for name in names if pd_plan.is_pd(instances[name])]
+    problems.extend(pd_plan.name_problems(groups, names))
+    if problems:
+        raise planner.PlanError(problems)
     try:
         plan = _fleet_plan(settings, nodes, instances, model_configs, router, pd_proxy_dir)
     except planner.PlanError as error:
@@ -326,7 +329,7 @@ def _fleet_plan(settings, nodes, instances, model_configs, router, pd_proxy_dir)
     for group in pd_groups:
         for pool in pd_plan.POOLS:
             sub = merged[pd_plan.pool_name(group, pool)]
-            sub["extra_env"] = pd_plan.role_env(pool, sub.get("extra_env"))
+            sub["extra_env"] = pd_plan.role_env(pool, sub.get("extra_env"), pd_groups[group], sub)
     problems.extend(_served_names(names, merged))
     for name in names:
         if isinstance(merged[name].get("extra_env"), dict) and "HCCL_IF_BASE_PORT" in merged[name]["extra_env"]:
@@ -389,8 +392,9 @@ def _pd_sections(pd_groups, plans, merged, ports, proxy_dir, largest):
     """Each prefill/decode instance's checks, KV ports, --kv-transfer-config and proxy ({name: plan's pd entry});
     problems go to PORTS.problems."""
     out = {}
+    ports.problems.extend(pd_plan.served_name_problems(pd_groups, plans))
     for group in sorted(pd_groups):
-        found = pd_plan.layout_problems(group, plans, merged)
+        found = pd_plan.layout_problems(group, pd_groups[group], plans, merged)
         if found:
             ports.problems.extend(found)
             continue

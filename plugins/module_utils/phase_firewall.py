@@ -41,10 +41,8 @@ def desired(node, settings):
     if router:
         endpoints = [router["port"]] if node.host in router["hosts"] else []
     else:
-        # Without a router, a prefill/decode instance's endpoint is its proxy, on the proxy's host.
-        endpoints = [c["api_port"] for c in instances] + [
-            entry["proxy"]["port"] for entry in (node.plan.get("pd") or {}).values()
-            if entry["proxy"]["host"] == node.host]
+        # (A prefill/decode instance is refused without the router: pd_plan.deploy_problems.)
+        endpoints = [c["api_port"] for c in instances]
     open_ports = set(int(port) for port in settings["open_ports"]) | set(int(port) for port in endpoints)
     # The firewall loads before every service of the collection.
     before = sorted(set(c["units"][name] for c in instances for name in ("ray", "serve")) |

@@ -15,7 +15,7 @@ import posixpath
 import re
 
 from ansible_collections.ascend.inference.plugins.module_utils import phase_node_env, phase_ray, phase_runtime, phase_serve
-from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils import pd_ranktable, service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
@@ -26,7 +26,7 @@ SERVE_ENV = re.compile(r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env")
 NODE_ENV = re.compile(r"(node|secrets)(-[a-z0-9-]+)?\.env")
 # The prefill/decode proxies' units and environment files (pd_plan: ascend-pd-NAME.service, pd-NAME.env).
 PD_UNIT = re.compile(r"ascend-pd-[a-z0-9-]+\.service")
-PD_ENV = re.compile(r"pd-[a-z0-9-]+\.env")
+PD_FILES = re.compile(r"pd-[a-z0-9-]+\.env|ranktable-[a-z0-9-]+\.json")
 # Ray's units and files, the single model's (ascend-ray.service, ray.env, ray-auth-token) and an instance's.
 RAY_UNIT = re.compile(r"ascend-ray(-[a-z0-9-]+)?\.service")
 RAY_FILES = re.compile(r"ray(-[a-z0-9-]+)?\.env|ray-auth-token(-[a-z0-9-]+)?")
@@ -109,10 +109,36 @@ def serve(node, settings):
                if entry["proxy"]["host"] == node.host]
     results.extend({"apply": _proxy(node, settings, proxy)} for proxy in proxies)
     state, warnings = _merged(results)
+    tables = _rank_tables(node, state)
     result = {"apply": state, "warnings": warnings,
               "record": {"serves": any(record.values()), "instances": record,
                          "proxies": [proxy["unit"] for proxy in proxies]}}
-    return _sweeping(node, settings, result, wanted, env_files, proxies)
+    return _sweeping(node, settings, result, wanted, env_files, proxies, tables)
+
+
+def _rank_tables(node, state):
+    """LLMDataDist's rank table (pd_ranktable) on every host of the instance's pools, from the NPU IPs the NPU
+    network check read in this play; a pool restarts when its table changes. Returns the tables' paths."""
+    plan = node.plan
+    written = []
+    for name, entry in sorted((plan.get("pd") or {}).items()):
+        pools = [pool for pool in entry["pools"].values() if node.host in pool["hosts"]]
+        if not entry.get("rank_table") or not pools:
+            continue
+        hosts = sorted(set(h for pool in entry["pools"].values() for h in pool["hosts"]))
+        records = dict((host, node.applied("npu_query", host=host)) for host in hosts)
+        table, problems = pd_ranktable.rank_table(entry, plan["instances"], records)
+        if problems:
+            raise Refused("instance %s: cannot write LLMDataDist's rank table %s:\n- %s"
+                          % (name, entry["rank_table"], "\n- ".join(problems)))
+        phase_runtime.merge(state, {"files": [{"path": entry["rank_table"], "mode": "0644",
+                                               "content": pd_ranktable.render(table)}]})
+        units = set(plan["instances"][pool["instance"]]["cluster"]["units"]["serve"] for pool in pools)
+        for unit in state.get("units") or []:
+            if unit["name"] in units and unit.get("state") == "started":
+                unit["restart_on"] = list(unit.get("restart_on") or []) + [entry["rank_table"]]
+        written.append(entry["rank_table"])
+    return written
 
 
 def _proxy(node, settings, proxy):
@@ -126,8 +152,7 @@ def _proxy(node, settings, proxy):
     except ValueError:
         raise Refused("ascend_api_key cannot hold a line break")
     unit = "%s/%s" % (plan["cluster"]["unit_dir"], proxy["unit"])
-    name = proxy["unit"][len("ascend-pd-"):-len(".service")]
-    values = {"instance": name, "firewall": plan["cluster"]["units"]["firewall"], "env_file": proxy["env_file"],
+    values = {"instance": proxy["instance"], "firewall": plan["cluster"]["units"]["firewall"], "env_file": proxy["env_file"],
               "service_lines": service_account.unit_lines(plan["cluster"]["service"], []),
               "exec_start": phase_runtime.command_line(proxy["argv"]), "restart_sec": settings["restart_sec"]}
     return {"directories": [{"path": settings["config_dir"]}],
@@ -138,7 +163,7 @@ def _proxy(node, settings, proxy):
             "account": phase_runtime.account(plan, service_account.COMMENT)}
 
 
-def _sweeping(node, settings, result, wanted_units, wanted_env, proxies):
+def _sweeping(node, settings, result, wanted_units, wanted_env, proxies, tables=()):
     """RESULT whose apply also removes every serve unit of the node that the plan does not name there (stopped and
     disabled first), and the environment files only such a unit read: an instance's serve, node and secrets
     files. In container mode the engine container's supervisor runs serve: no instance's unit stays (the single
@@ -154,8 +179,9 @@ def _sweeping(node, settings, result, wanted_units, wanted_env, proxies):
         {"directory": settings["config_dir"].rstrip("/"), "pattern": SERVE_ENV.pattern, "keep": sorted(keep_env)},
         {"directory": plan["cluster"]["unit_dir"], "pattern": PD_UNIT.pattern,
          "keep": sorted(proxy["unit"] for proxy in proxies), "units": True},
-        {"directory": settings["config_dir"].rstrip("/"), "pattern": PD_ENV.pattern,
-         "keep": sorted(posixpath.basename(proxy["env_file"]) for proxy in proxies)},
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": PD_FILES.pattern,
+         "keep": sorted([posixpath.basename(proxy["env_file"]) for proxy in proxies] +
+                        [posixpath.basename(path) for path in tables])},
     ]})
     result["apply"] = state
     return result

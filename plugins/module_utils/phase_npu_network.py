@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NPU network check in three phases: each node queries its NPUs with hccn_tool (npu_query), then pings one
 NPU address of every other node from its first NPU (npu_ping: the addresses are what the others' queries
-found), then one table of every failure of the cluster, the TLS switches judged across it (npu_report, once)."""
+found), and from every NPU of a prefill or decode pool one NPU of each host of the other pool; then one table of
+every failure of the cluster, the TLS switches judged across it (npu_report, once)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -72,6 +73,27 @@ def ping_targets(records, me, device, kind="ping"):
     return targets
 
 
+def pd_ping_targets(plan, records, me):
+    """Prefill and decode pools (the plan's ``pd``): the KV cache moves NPU to NPU between them, so every NPU of a
+    pool on this host pings the first pool NPU of each host of the other pool (prefill to decode and back)."""
+    targets = []
+    for _name, entry in sorted((plan.get("pd") or {}).items()):
+        for pool, other in (("prefill", "decode"), ("decode", "prefill")):
+            mine = plan["instances"][entry["pools"][pool]["instance"]]["nodes"].get(me)
+            theirs = plan["instances"][entry["pools"][other]["instance"]]
+            if not mine:
+                continue
+            for host in theirs["cluster"]["node_order"]:
+                npus = (records.get(host) or {}).get("npus") or {}
+                if host == me or not (records.get(host) or {}).get("checked"):
+                    continue
+                addresses = [npus[str(d)]["ip"] for d in theirs["nodes"][host]["physical_devices"]
+                             if (npus.get(str(d)) or {}).get("ip")]
+                targets.extend({"device": int(device), "address": addresses[0], "node": host, "kind": "ping"}
+                               for device in mine["physical_devices"] if addresses)
+    return targets
+
+
 def ping(node, settings):
     mine = node.applied("npu_query") or {}
     if not mine.get("checked"):
@@ -80,6 +102,9 @@ def ping(node, settings):
     first = node.plan["nodes"][node.host]["physical_devices"][0]
     targets = ping_targets(records, node.host, first) + (
         ping_targets(records, node.host, first, "hccs_ping") if _a3(node) else [])
+    for target in pd_ping_targets(node.plan, records, node.host):
+        if target not in targets:
+            targets.append(target)
     if not targets:
         return {"apply": None, "record": {"failures": []}}
     found = _check(node, settings, devices=[], ping_targets=targets)

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 from ansible.module_utils.common.validation import check_type_bool
 
+from ansible_collections.ascend.inference.plugins.module_utils import preflight_checks
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # What of node_probe's answer the checks and the later phases read.
@@ -21,10 +22,6 @@ SETTINGS = {"npu_smi": "str", "ascend_home": "str", "cann_layout": "str", "devic
             "model_record": "str", "engine": "dict", "service_user": "str", "engine_container": "bool",
             "programs": "list", "python": "dict", "context": "dict",
             "check_models": "bool"}
-
-
-# What vllm-ascend's prefill/decode proxy imports (examples/disaggregated_prefill_v1/load_balance_proxy_server_example.py).
-PROXY_DISTRIBUTIONS = ("fastapi", "httpx", "uvicorn")
 
 
 def node_ip(node):
@@ -42,11 +39,15 @@ def desired(node, settings):
         settings["models"] = sorted(set(
             plan["cluster"]["model"] for plan in node.plan["instances"].values()
             if node.host in plan["nodes"] and plan["cluster"]["model"].startswith("/")))
-    proxies = [entry["proxy"] for entry in (node.plan.get("pd") or {}).values() if entry["proxy"]["host"] == node.host]
-    if proxies and settings.get("python"):
-        # vllm-ascend's proxy imports these (vLLM depends on them: they come with the engine).
+    entries = (node.plan.get("pd") or {}).values()
+    proxies = [entry["proxy"] for entry in entries if entry["proxy"]["host"] == node.host]
+    pools = [pool for entry in entries for pool in entry["pools"].values()
+             if node.host in pool["hosts"] and entry["connector"].startswith("Mooncake")]
+    wanted = (preflight_checks.PROXY_DISTRIBUTIONS if proxies else ()) + (
+        preflight_checks.TRANSFER_ENGINES if pools else ())
+    if wanted and settings.get("python"):
         settings["python"] = dict(settings["python"], distributions=sorted(
-            set(settings["python"]["distributions"]) | set(PROXY_DISTRIBUTIONS)))
+            set(settings["python"]["distributions"]) | set(wanted)))
     # As ansible-core 2.18 may render them inside a mapping: a null as "", a boolean as text.
     context["cann_pending"] = context.get("cann_pending") or None
     context["model_pending"] = check_type_bool(context.get("model_pending") or False)

@@ -104,11 +104,26 @@ def _instance_model_problems(probe, plan, host, context):
     return problems
 
 
-def _proxy_problems(probe, plan, host):
-    """A prefill/decode proxy's script and the packages it imports, on the host that runs it."""
+# What vllm-ascend's prefill/decode proxy imports (examples/disaggregated_prefill_v1/load_balance_proxy_server_example.py;
+# vLLM's fastapi[standard] brings them).
+PROXY_DISTRIBUTIONS = ("fastapi", "httpx", "uvicorn")
+# Mooncake's transfer engine, which the connector imports (kv_p2p/mooncake_connector.py: mooncake.engine): the NPU
+# build on PyPI, or a build from Mooncake's source, which is named without the suffix.
+TRANSFER_ENGINES = ("mooncake-transfer-engine-npu", "mooncake-transfer-engine")
+
+
+def _pd_problems(probe, plan, host):
+    """Prefill/decode pools: Mooncake's transfer engine where a pool runs; the proxy's script and the packages it
+    imports on the host that runs it."""
     problems = []
     python = probe.get("python") or {}
+    found = python.get("distributions") or {}
     for name, entry in sorted((plan.get("pd") or {}).items()):
+        pools = [pool for pool in entry["pools"].values() if host in pool["hosts"]]
+        if pools and entry["connector"].startswith("Mooncake") and python.get("version") and not any(found.get(d) for d in TRANSFER_ENGINES):
+            problems.append("instance %s: %s, the engine's Python, has no Mooncake transfer engine (%s), which "
+                            "vllm-ascend's connector imports (mooncake.engine): pip install "
+                            "mooncake-transfer-engine-npu there" % (name, python.get("path"), " or ".join(TRANSFER_ENGINES)))
         proxy = entry["proxy"]
         if proxy["host"] != host or not proxy["script"]:
             continue
@@ -116,8 +131,7 @@ def _proxy_problems(probe, plan, host):
             problems.append("instance %s: vllm-ascend's proxy %s does not exist (ascend_pd_proxy_dir: the directory "
                             "examples/disaggregated_prefill_v1 of vllm-ascend's source, which its sdist on PyPI holds)"
                             % (name, proxy["script"]))
-        missing = [d for d in ("fastapi", "httpx", "uvicorn") if python.get("version")
-                   and not (python.get("distributions") or {}).get(d)]
+        missing = [d for d in PROXY_DISTRIBUTIONS if python.get("version") and not found.get(d)]
         if missing:
             problems.append("instance %s: the proxy runs on %s, which lacks %s (vLLM installs them with the engine)"
                             % (name, python.get("path"), ", ".join(missing)))
@@ -125,13 +139,16 @@ def _proxy_problems(probe, plan, host):
 
 
 def _pd_ports(plan, host):
-    """[(port, variable)] of the prefill/decode pools' KV ports and proxies on this node."""
+    """[(port, variable)] of the prefill/decode pools' KV ports and proxies on this node: MooncakeConnectorV1 binds
+    on the prefill only (the decode connects), LLMDataDist's workers on both sides."""
     wanted = []
     for name, entry in sorted((plan.get("pd") or {}).items()):
+        mooncake = entry["connector"].startswith("Mooncake")
+        what = "KV port" if mooncake else "LLMDataDist RPC port"
         for pool, found in sorted(entry["pools"].items()):
-            if host in found["hosts"]:
-                wanted += [(port, "ascend_instances.%s.kv_transfer (the %s pool's KV port %d of %d-%d)" % (
-                    name, pool, port, found["kv_port"], found["kv_port"] + found["kv_ports"] - 1))
+            if host in found["hosts"] and not (mooncake and pool == "decode"):
+                wanted += [(port, "ascend_instances.%s.kv_transfer (the %s pool's %s %d of %d-%d)" % (
+                    name, pool, what, port, found["kv_port"], found["kv_port"] + found["kv_ports"] - 1))
                     for port in range(found["kv_port"], found["kv_port"] + found["kv_ports"])]
         if entry["proxy"]["host"] == host:
             wanted.append((entry["proxy"]["port"], "ascend_instances.%s.proxy_port" % name))
@@ -203,6 +220,6 @@ def node_checks(probe, plan, host, context):
     problems += engine_problems + list(probe["service"]["problems"])
     model_problems, model_note, model_summary = _model(probe, cluster, context, host)
     problems += model_problems + _instance_model_problems(probe, plan, host, context) + _port_problems(probe, plan, host)
-    problems += _proxy_problems(probe, plan, host)
+    problems += _pd_problems(probe, plan, host)
     notes += [note for note in (engine_note, model_note) if note]
     return {"problems": problems, "notes": notes, "engine_summary": engine_summary, "model_summary": model_summary}

@@ -79,7 +79,9 @@ def section(router, hosts, names, plans, addresses, pd=None):
         proxy = pd[name]["proxy"]
         served = str(pd[name]["served_model_name"])
         order.append(served)
+        # The proxy's other paths (/instances/add, /instances/remove) are not a client's.
         backends[served] = {"name": "model-" + name, "served_model_name": served, "check_path": proxy["health_path"],
+                            "allowed_paths": ["/v1/completions", "/v1/chat/completions"],
                             "servers": [{"name": name, "host": proxy["host"], "address": proxy["address"],
                                          "port": proxy["port"]}]}
     for name in names:
@@ -91,7 +93,7 @@ def section(router, hosts, names, plans, addresses, pd=None):
             order.append(served)
             # HAProxy's names take letters, digits, '-', '_', '.' and ':': the first replica's instance name is one.
             backends[served] = {"name": "model-" + name, "served_model_name": served, "check_path": "/health",
-                                "servers": []}
+                                "allowed_paths": None, "servers": []}
         head = cluster["node_order"][0]
         backends[served]["servers"].append({"name": name, "host": head, "address": plans[name]["nodes"][head]["node_ip"],
                                             "port": cluster["api_port"]})

@@ -56,7 +56,9 @@ options:
     type: path
     default: /etc/hccn.conf
   ping_targets:
-    description: NPU addresses to ping, each from a local device.
+    description:
+      - NPU addresses to ping, each from a local device. A device's pings run one after the other, up to 8 devices at
+        a time (a prefill pool pings the decode nodes from every one of its NPUs).
     type: list
     elements: dict
     default: []
@@ -165,6 +167,44 @@ def ask_all(module, tool, devices, queries):
                     for device in devices)
 
 
+def ping_script(tool, targets, workdir):
+    """A shell script sending TARGETS' pings: each device's one after the other (no capture shows a device answering
+    two at once), PARALLEL devices at a time; each answer and exit code in WORKDIR under the target's index."""
+    lines = ['ask() { out=$1; shift; "$@" >"$out" 2>&1; echo $? >"$out.rc"; }']
+    by_device = {}
+    for index, target in enumerate(targets):
+        by_device.setdefault(target["device"], []).append((index, target))
+    for count, (device, mine) in enumerate(sorted(by_device.items())):
+        steps = "; ".join("ask %s %s -i %d -%s -g address %s" % (
+            shlex.quote(os.path.join(workdir, "ping-%d" % index)), shlex.quote(tool), device, target["kind"],
+            shlex.quote(target["address"])) for index, target in mine)
+        lines.append("( %s ) &" % steps)
+        if (count + 1) % PARALLEL == 0:
+            lines.append("wait")
+    lines.append("wait")
+    return "\n".join(lines)
+
+
+def ping_all(module, tool, targets):
+    """[(target, (rc, output))] of every ping, from one run of ping_script."""
+    if not targets:
+        return []
+    found = []
+    with tempfile.TemporaryDirectory(prefix="hccn-ping-") as workdir:
+        dummy, out, err = module.run_command(["/bin/sh", "-c", ping_script(tool, targets, workdir)],
+                                             environ_update=C_LOCALE)
+        for index, target in enumerate(targets):
+            path = os.path.join(workdir, "ping-%d" % index)
+            try:
+                with open(path + ".rc") as handle:
+                    rc = int(handle.read().strip())
+                with open(path, errors="replace") as handle:
+                    found.append((target, (rc, handle.read())))
+            except (IOError, OSError, ValueError):
+                found.append((target, (127, out + err or "not run")))
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -199,11 +239,7 @@ def main():
     if not conf_present and module.params["devices"]:  # once per node: a ping-only run does not ask
         failures.append({"device": None, "check": "hccn.conf", "expected": "%s present" % module.params["hccn_conf"],
                          "found": "missing"})
-    # One after the other: they leave from one device, which no capture shows answering two pings at once.
-    for target in module.params["ping_targets"]:
-        rc, out, err = module.run_command([program, "-i", str(target["device"]), "-" + target["kind"], "-g", "address",
-                                           target["address"]], environ_update=C_LOCALE)
-        output = out + err
+    for target, (rc, output) in ping_all(module, program, module.params["ping_targets"]):
         failures.extend(judge_ping(target["device"], target["address"], target["node"], rc, output, target["kind"]))
     module.exit_json(changed=False, npus=npus, hccn_conf_present=conf_present, failures=failures)
 

@@ -109,20 +109,15 @@ answer:
 """
 
 import json
-import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
+from ansible_collections.ascend.inference.plugins.module_utils.api_url import api_base
 
 # /v1/models is asked this many times after /health answered (the engine registers the model as it starts).
 MODEL_ATTEMPTS = 12
 SMOKE_TIMEOUT = 300
-
-
-def api_base(url):
-    """The API's base URL: the health URL without its path (/health of vLLM, /healthcheck of vllm-ascend's proxy)."""
-    return re.sub(r"/(health|healthcheck)$", "", url.rstrip("/"))
 
 
 def request(module, url, headers=None, body=None, timeout=10):

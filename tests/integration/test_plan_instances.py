@@ -139,7 +139,7 @@ def test_example_12_plans_the_tutorials_prefill_and_decode_pools(run_plan):
         argv = entry["serve_argv"]
         config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
         assert config["kv_role"] == role and config["kv_port"] >= 36000, (host, config)
-        assert config["kv_connector_extra_config"] == {"prefill": {"tp_size": 8, "dp_size": 4},
-                                                       "decode": {"tp_size": 1, "dp_size": 32}}
+        assert config["kv_connector_extra_config"] == {"prefill": {"tp_size": 8, "dp_size": 4, "pp_size": 1},
+                                                       "decode": {"tp_size": 1, "dp_size": 32, "pp_size": 1}}
         assert entry["env"]["VLLM_HOST_IP"] == "192.0.2.%d" % (21 + ["p1", "p2", "d1", "d2"].index(host))
     assert "ascend-pd-r1.service" in proc.stdout, proc.stdout

@@ -73,8 +73,11 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
                        "metrics_port": ports["metrics"], "unit": "ascend-router.service",
                        "socket": str(tmp_path / "admin.sock"),
                        "backends": [{"name": "model-a1", "served_model_name": "qwen", "check_path": "/health",
+                                     "allowed_paths": None,
                                      "servers": [server("a1"), server("a2")]},
+                                    # As a prefill/decode instance's proxy: completions only (router_plan).
                                     {"name": "model-big", "served_model_name": "big", "check_path": "/health",
+                                     "allowed_paths": ["/v1/completions", "/v1/chat/completions"],
                                      "servers": [server("big")]}]}}
     settings = {"program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
                 "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "tls_certificate": ""}
@@ -162,6 +165,11 @@ def test_routes_by_model_checks_keys_and_streams(router):
     assert status == 200 and [m["id"] for m in models["data"]] == ["qwen", "big"], models
     # /health needs no key, as vLLM's.
     assert ask(router.port, "/health", key=None)[0] == 200
+    # A backend limited to completions (a PD proxy's: its /instances/add would hand out the engines' key).
+    # HAProxy's own 404 page for big; qwen's engine answers its JSON 404 itself.
+    status, denied = ask(router.port, "/instances/add", {"model": "big", "type": "decode", "instances": ["10.0.0.9:1"]})
+    assert status == 404 and "<h1>404 Not Found</h1>" in denied, denied
+    assert ask(router.port, "/instances/add", {"model": "qwen"}) == (404, {"detail": "Not Found"})
 
 
 def test_a_killed_replica_is_ejected_and_requests_keep_succeeding(router):

@@ -415,7 +415,7 @@ def test_prefill_answers_kv_params_and_the_decode_pulls_from_its_port(sim, tmp_p
     # The blocks were handed over once: the same params again find nothing held.
     status, again = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "I am", "max_tokens": 8,
                                                          "kv_transfer_params": params})
-    assert status == 500 and "no KV blocks held" in again["message"]
+    assert status == 500 and "no KV blocks held" in again["message"], again
     status, wrong = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "x", "kv_transfer_params": dict(
         get(prefill, "/v1/completions", body=prefill_request("x"))[1]["kv_transfer_params"], remote_engine_id="other")})
     assert status == 500 and "unknown engine_id other" in wrong["message"]
@@ -452,3 +452,55 @@ def test_the_connector_refuses_what_vllm_ascend_refuses(sim, extra, message):
                         kv_config("kv_producer", free_port(), **extra), ASCEND_SIM_VLLM_VERSION="0.23.0",
                         ASCEND_RT_VISIBLE_DEVICES="0,1")
     assert code != 0 and message in out, out
+
+
+def llmdatadist_config(role):
+    """vllm-ascend 0.11's examples/disaggregated_prefill_v1/README.md, as the planner writes it."""
+    return json.dumps({"kv_connector": "LLMDataDistCMgrConnector", "kv_buffer_device": "npu", "kv_role": role,
+                       "kv_parallel_size": 1, "engine_id": "pd-" + role,
+                       "kv_connector_module_path": "vllm_ascend.distributed.llmdatadist_c_mgr_connector"})
+
+
+def test_llmdatadist_pools_read_the_rank_table_and_pull_on_the_rpc_port(sim, tmp_path):
+    table = tmp_path / "ranktable.json"
+    table.write_text(json.dumps({"version": "1.2", "server_count": "1", "status": "completed",
+                                 "prefill_device_list": [
+                                     {"server_id": "127.0.0.1", "device_id": str(d), "device_ip": "10.0.0.%d" % d,
+                                      "cluster_id": str(d + 1)} for d in (0, 1)],
+                                 "decode_device_list": [
+                                     {"server_id": "127.0.0.1", "device_id": "2", "device_ip": "10.0.0.2",
+                                      "cluster_id": "3"}]}))
+    rpc = free_port()
+    started = []
+    for role, devices, tp, port in (("kv_producer", "0,1", 2, rpc), ("kv_consumer", "2", 1, free_port())):
+        api = free_port()
+        proc = sim.start("vllm", "serve", sim.model, "--served-model-name", "qwen", "--port", str(api), "--host",
+                         "127.0.0.1", "--tensor-parallel-size", str(tp), "--kv-transfer-config",
+                         llmdatadist_config(role), ASCEND_RT_VISIBLE_DEVICES=devices, VLLM_HOST_IP="127.0.0.1",
+                         DISAGGREGATED_PREFILL_RANK_TABLE_PATH=str(table), VLLM_ASCEND_LLMDD_RPC_PORT=str(port),
+                         ASCEND_SIM_LOCK_DIR=str(tmp_path / ("locks-" + role)))
+        assert wait_http(api, proc)[0] == 200
+        started.append(api)
+    prefill, decode = started
+    params = get(prefill, "/v1/completions", body=prefill_request())[1]["kv_transfer_params"]
+    # update_state_after_alloc's fields; the RPC port is VLLM_ASCEND_LLMDD_RPC_PORT's (0.11's name).
+    assert set(params) == {"do_remote_prefill", "do_remote_decode", "remote_block_ids", "remote_engine_id",
+                           "remote_host", "remote_port", "remote_tp_size"}
+    assert (params["remote_engine_id"], params["remote_port"], params["remote_tp_size"]) == ("pd-kv_producer", rpc, "2")
+    status, answer = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "I am", "max_tokens": 4,
+                                                          "kv_transfer_params": params})
+    assert status == 200 and len(answer["choices"][0]["text"].split()) == 4, answer
+
+
+def test_llmdatadist_without_its_entry_in_the_rank_table_does_not_start(sim, tmp_path):
+    table = tmp_path / "ranktable.json"
+    table.write_text(json.dumps({"prefill_device_list": [{"server_id": "10.1.1.1", "device_id": "0",
+                                                          "device_ip": "10.0.0.0", "cluster_id": "1"}],
+                                 "decode_device_list": []}))
+    code, out = sim.run("vllm", "serve", sim.model, "--kv-transfer-config", llmdatadist_config("kv_producer"),
+                        ASCEND_RT_VISIBLE_DEVICES="0", VLLM_HOST_IP="127.0.0.1",
+                        DISAGGREGATED_PREFILL_RANK_TABLE_PATH=str(table))
+    assert code != 0 and "Can't read the target server_id 127.0.0.1 and device_rank 0 from rank table" in out, out
+    code, out = sim.run("vllm", "serve", sim.model, "--kv-transfer-config", llmdatadist_config("kv_producer"),
+                        ASCEND_RT_VISIBLE_DEVICES="0")
+    assert code != 0 and "DISAGGREGATED_PREFILL_RANK_TABLE_PATH" in out, out

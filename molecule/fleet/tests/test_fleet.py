@@ -286,7 +286,8 @@ def test_prefill_and_decode_answer_through_the_router_with_the_kv_cache_moved():
         config, env = kv_config(instance)
         assert config == {"kv_connector": "MooncakeConnectorV1", "kv_role": role, "kv_port": KV_PORTS[instance],
                           "engine_id": instance, "kv_connector_extra_config": {
-                              "prefill": {"tp_size": 2, "dp_size": 1}, "decode": {"tp_size": 1, "dp_size": 2}}}
+                              "prefill": {"tp_size": 2, "dp_size": 1, "pp_size": 1},
+                              "decode": {"tp_size": 1, "dp_size": 2, "pp_size": 1}}}
         assert env["VLLM_HOST_IP"] == address_of(node(N2 if instance == "pd-prefill" else N3))
         assert env["HCCL_BUFFSIZE"] == ("256" if role == "kv_producer" else "600")
     # The prefill's handshake ports, on its cluster address: kv_port + each of its 2 workers.
@@ -303,6 +304,9 @@ def test_prefill_and_decode_answer_through_the_router_with_the_kv_cache_moved():
     pulled = decode.check_output("journalctl -u %s --no-pager -o cat | grep -c 'pulled .* from prefill engine "
                                  "pd-prefill-[0-9a-f]* at %s:28000' || true" % (unit("pd-decode"), address_of(prefill)))
     assert int(pulled) >= 2, pulled
+    # The proxy's own administration is no client's: the router passes completions only to it.
+    status, denied = router("/instances/add", {"model": "qwen-pd", "type": "decode", "instances": ["192.0.2.9:1"]})
+    assert status == 404 and "<h1>404 Not Found</h1>" in denied, denied
 
 
 def test_a_stopped_decode_is_named_by_the_proxy_and_by_status():
@@ -311,7 +315,7 @@ def test_a_stopped_decode_is_named_by_the_proxy_and_by_status():
     try:
         status, answer = complete("qwen-pd")
         # vllm-ascend's proxy swallows the decode's failure once the stream has begun: HTTP 200 and no completion.
-        assert status != 200 or not answer, answer
+        assert (status, answer) == (200, None), (status, answer)
         said = decode.check_output("journalctl -u ascend-pd-pd.service --no-pager -o cat --since -2min")
         assert "Error during streaming from decoder %s:8001" % address_of(decode) in said, said
         rc, out = playbook("status.yml")
@@ -321,6 +325,22 @@ def test_a_stopped_decode_is_named_by_the_proxy_and_by_status():
     wait_for(lambda: request(decode, "http://%s:8001/health" % address_of(decode))[0] == 200, 60,
              lambda: "pd-decode did not answer /health again")
     assert complete("qwen-pd")[0] == 200
+
+
+def test_a_prefill_npu_that_cannot_reach_the_decode_node_is_named():
+    """Only the PD pings leave from NPU 7 of fleet-n2 (the node's own pings leave from its first NPU, 0): its lost
+    pings to fleet-n3's decode NPU are the prefill-to-decode check's alone."""
+    host, state = node(N2), "/etc/ascend-sim/node.json"
+    saved = host.file(state).content_string
+    faulty = dict(json.loads(saved), faults={"7": {"ping_loss": True}})
+    host.check_output("cat > %s <<'EOF'\n%s\nEOF" % (state, json.dumps(faulty)))
+    try:
+        rc, out = playbook("check.yml", "--tags", "npu_network")
+    finally:
+        host.check_output("cat > %s <<'EOF'\n%s\nEOF" % (state, saved))
+    assert rc != 0, out
+    rows = re.findall(r"^(?:.*\| )?(fleet-n\d)\s+(\d+)\s+ping (\S+) \((fleet-n\d)\)", out, re.M)
+    assert sorted(set((row[0], row[1], row[3]) for row in rows)) == [(N2, "7", N3)], out
 
 
 def test_a_missing_instance_model_is_refused_naming_the_instance():

@@ -25,7 +25,8 @@ The node's hardware is described by one JSON file the tests may change,
                "hccn_tool": "..."},   # a tool that must fail outright
       "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0",
                  "env": "/opt/ascend-inference/venv",  # the serve double "pip-installed" (default: none)
-                 "requires": ["httpx"]},  # what the engine brings beside it, pip-installed from /opt/wheelhouse
+                 "requires": ["httpx"],  # what the engine brings beside it, pip-installed from /opt/wheelhouse
+                 "provides": ["mooncake-transfer-engine-npu==0.3.13.post1"]},  # metadata only
       "device_nodes": true            # /dev/davinci* as character devices (1:3), for an engine container
     }
 
@@ -428,7 +429,12 @@ def apply_engine(engine):
     for name in ENGINE_DISTRIBUTIONS:
         for stale in glob.glob(os.path.join(purelib, "%s-*.dist-info" % name)):
             shutil.rmtree(stale)
-    for name, version in (("vllm", engine["vllm"]), (engine["name"], engine["version"])):
+    # What else the engine's environment holds, by its metadata only (Mooncake's transfer engine: native code for
+    # the NPUs that the serve double does not load).
+    provided = [tuple(spec.split("==", 1)) for spec in engine.get("provides") or []]
+    for name, version in [("vllm", engine["vllm"]), (engine["name"], engine["version"])] + provided:
+        for stale in glob.glob(os.path.join(purelib, "%s-*.dist-info" % name.replace("-", "_"))):
+            shutil.rmtree(stale)
         info = os.path.join(purelib, "%s-%s.dist-info" % (name.replace("-", "_"), version))
         os.makedirs(info)
         with open(os.path.join(info, "METADATA"), "w") as handle:

@@ -33,7 +33,10 @@ listening, default 0, shown as the engine's checkpoint-loading progress over
 ASCEND_SIM_LOAD_SHARDS shards, default 4), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
 nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (overrides the installed vLLM version), ASCEND_SIM_LOCK_DIR (where
 the NPUs' locks are, default the device files /dev/davinciN: processes that stand for different nodes on one
-machine each get a directory of their own).
+machine each get a directory of their own), ASCEND_SIM_DECODE_SECONDS (seconds per generated token, default 0),
+ASCEND_SIM_MAX_TOKENS (the longest answer, default 32 tokens), ASCEND_SIM_KV_TIMEOUT (kv_connector_sim.py).
+
+With --kv-transfer-config the double runs the KV connector of kv_connector_sim.py (prefill and decode pools).
 """
 
 import argparse
@@ -491,6 +494,9 @@ def make_handler(names, api_key, ready, connector=None):
     load = Load()
     # Seconds per generated token (the instance's extra_env): a stream lasts long enough for a drain to wait on it.
     token_seconds = float(os.environ.get("ASCEND_SIM_DECODE_SECONDS", "0"))
+    # The longest answer, in tokens (the real engine stops at max_tokens): short by default, longer where a test needs
+    # a request to stay in flight.
+    max_answer = int(os.environ.get("ASCEND_SIM_MAX_TOKENS", "32"))
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -553,7 +559,7 @@ def make_handler(names, api_key, ready, connector=None):
             max_tokens = int(request.get("max_tokens", 16))
             digest = hashlib.sha256(("%s|%s" % (model, prompt)).encode()).hexdigest()
             words = ["simulated", "Ascend", "answer", digest[:8]]
-            tokens = [" " + words[i % len(words)] for i in range(min(max_tokens, 32))]
+            tokens = [" " + words[i % len(words)] for i in range(min(max_tokens, max_answer))]
             kv_params = request.get("kv_transfer_params") or {}
             kv_answer = None
             request_id = self.headers.get("X-Request-Id") or "cmpl-" + digest[:16]
@@ -624,7 +630,8 @@ def main(engine):
     connector = None
     if getattr(args, "kv_transfer_config", None):
         local = args.data_parallel_size_local if args.data_parallel_size_local is not None else dp
-        connector = Connector(args.kv_transfer_config, tp, pp, dp, args.data_parallel_start_rank or 0, local, die, log)
+        connector = Connector(args.kv_transfer_config, tp, pp, dp, args.data_parallel_start_rank or 0, local, die, log,
+                              release_key(version))
         connector.listen(die)
     if args.headless:
         run_headless(args, world, version)

@@ -83,8 +83,9 @@ def test_every_serve_node_gets_a_kv_transfer_config_vllm_accepts():
             assert config["kv_connector"] == "MooncakeConnectorV1"
             assert config["engine_id"] == "ds-" + pool
             # check_kv_extra_config: each side's entry equals its own TP and global DP.
-            assert config["kv_connector_extra_config"] == {"prefill": {"tp_size": 8, "dp_size": 4},
-                                                           "decode": {"tp_size": 1, "dp_size": 32}}
+            # The decode also reads prefill.pp_size (mooncake_connector.py) and asserts decode.pp_size is 1.
+            assert config["kv_connector_extra_config"] == {"prefill": {"tp_size": 8, "dp_size": 4, "pp_size": 1},
+                                                           "decode": {"tp_size": 1, "dp_size": 32, "pp_size": 1}}
             assert node["env"]["VLLM_HOST_IP"] == node["node_ip"]
             seen.setdefault(pool, set()).add(config["kv_port"])
     # 36000, the first port above the transport's range, went to the pools' DP RPC port (29550 lies in the range).
@@ -143,14 +144,16 @@ def test_non_divisible_tp_is_refused_for_a_model_without_mla_only():
     assert refused(layout, configs={"ds": QWEN}) == [
         "instance ds: prefill TP 4 is not a multiple of decode TP 3; vllm-ascend needs that for a model without "
         "DeepSeek's MLA (ascend_config.py)"]
-    mla = dict(QWEN, kv_lora_rank=512)
+    # vLLM's is_deepseek_mla: a DeepSeek-family model_type with a kv_lora_rank; the rank alone is not enough.
+    assert refused(layout, configs={"ds": dict(QWEN, kv_lora_rank=512)})
+    mla = dict(QWEN, model_type="deepseek_v3", kv_lora_rank=512)
     assert plan(layout, configs={"ds": mla})["pd"]["ds"]["pools"]["decode"]["head"] == "d1"
 
 
 def test_decode_pipeline_stages_are_refused():
     found = refused(with_pools(decode={"pipeline_parallel_size": 2, "data_parallel_size": 16}))
-    assert found == ["instance ds: ascend_instances.ds.decode.pipeline_parallel_size must be 1 (the connector's "
-                     "decode side has no pipeline stages)"]
+    assert found == ["instance ds: ascend_instances.ds.decode.pipeline_parallel_size must be 1 (vllm-ascend's "
+                     "Mooncake connector asserts the decode's pp_size is 1: mooncake_connector.py)"]
 
 
 def test_a_kv_port_inside_the_transport_range_is_refused():
@@ -167,10 +170,12 @@ def test_pools_overlapping_another_instances_npus_are_named():
 
 
 def test_engines_and_versions_without_a_built_connector_are_refused():
-    assert refused(None, version="0.11.0") == [
-        "instance ds: vllm-ascend 0.11.0 (vLLM 0.11.0): this release builds the Mooncake connector of vllm-ascend "
-        "0.23.0 only (vllm-ascend 0.9-0.11 pair pools through LLMDataDistCMgrConnector and a rank table, not "
-        "built yet)"]
+    assert refused(None, version="0.33.0") == [
+        "instance ds: vllm-ascend 0.33.0 (vLLM 0.33.0): this release builds the KV connectors of vllm-ascend 0.11.0, "
+        "0.23.0, 0.9.1 only"]
+    assert refused(with_pools(kv_transfer={"connector": "MooncakeConnectorV1"}), version="0.11.0") == [
+        "instance ds: ascend_instances.ds.kv_transfer.connector MooncakeConnectorV1 on vllm-ascend 0.11.0: this "
+        "release builds LLMDataDistCMgrConnector there"]
     assert refused(None, engine="vllm-mindspore", version="0.5.1") == [
         "instance ds: prefill/decode disaggregation runs on vllm-ascend's KV connectors; vllm-mindspore 0.5.1 has "
         "none this collection builds"]
@@ -217,3 +222,83 @@ def test_the_fixture_is_vllms_class(version):
     # 0.9.1 and 0.11 word it "kv_disagg_role", 0.23 "kv_role"; the check is the same.
     assert any("when kv_connector is set" in check for check in found["post_init_raises"])
     assert found["forbids_extra"] == (version == "0.23.0")
+
+
+@pytest.mark.parametrize("version,rpc_variable", [("0.11.0", "VLLM_ASCEND_LLMDD_RPC_PORT"),
+                                                  ("0.9.1", "VLLM_LLMDD_RPC_PORT")])
+def test_llmdatadist_pools_get_the_readme_config_a_rank_table_and_rpc_ports(version, rpc_variable):
+    """vllm-ascend 0.9.1 and 0.11 (examples/disaggregated_prefill_v1/README.md; 0.9.1: disaggregate_prefill_v1)."""
+    found = plan(version=version)
+    accepted = kv_class(version)
+    entry = found["pd"]["ds"]
+    assert entry["connector"] == "LLMDataDistCMgrConnector"
+    assert entry["rank_table"] == "/etc/ascend-inference/ranktable-ds.json"
+    for pool, role in (("prefill", "kv_producer"), ("decode", "kv_consumer")):
+        for host, node in sorted(found["instances"]["ds-" + pool]["nodes"].items()):
+            argv = node["serve_argv"]
+            config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
+            assert set(config) <= set(accepted["fields"]) and config["kv_role"] in accepted["kv_role"]
+            assert config == {"kv_connector": "LLMDataDistCMgrConnector", "kv_buffer_device": "npu", "kv_role": role,
+                              "kv_parallel_size": 1, "engine_id": "ds-" + pool,
+                              "kv_connector_module_path": "vllm_ascend.distributed.llmdatadist_c_mgr_connector"}
+            assert node["env"]["DISAGGREGATED_PREFILL_RANK_TABLE_PATH"] == entry["rank_table"]
+            assert node["env"][rpc_variable] == str(entry["pools"][pool]["kv_port"])
+            # Mooncake's tuning is not LLMDataDist's: the planner's mp multi-node value, or the user's.
+            assert node["env"]["HCCL_BUFFSIZE"] == ("1024" if pool == "prefill" else "700")
+    # Each pool's RPC ports from vllm-ascend's default 5557 up, DP x TP wide: prefill 4 x 8, decode 32 x 1.
+    assert (entry["pools"]["prefill"]["kv_port"], entry["pools"]["prefill"]["kv_ports"]) == (5557, 32)
+    assert (entry["pools"]["decode"]["kv_port"], entry["pools"]["decode"]["kv_ports"]) == (5589, 32)
+    assert refused(with_pools(kv_transfer={"kv_port": 40000}), version=version) == [
+        "instance ds: ascend_instances.ds.kv_transfer.kv_port is Mooncake's; LLMDataDistCMgrConnector reads neither "
+        "(its ports are %s and up, allocated)" % rpc_variable]
+
+
+def test_names_served_names_ports_and_options_that_would_mislead_are_refused():
+    clash = copy.deepcopy(TUTORIAL)
+    clash["ds-prefill"] = {"hosts": ["p1"], "npus_per_host": 1}
+    assert refused(clash) == ["ascend_instances: ds-prefill is the name of instance ds's prefill pool: rename one of "
+                              "them"]
+    shared = copy.deepcopy(TUTORIAL)
+    shared["solo"] = {"served_model_name": "deepseek", "hosts": ["p1"], "model": "/models/DeepSeek-R1-W8A8"}
+    shared["ds"]["prefill"]["npus_per_host"] = 8
+    shared["ds"]["prefill"]["data_parallel_size"] = 2
+    shared["solo"]["devices"] = {"p1": [8]}
+    assert refused(shared, configs={"ds": DEEPSEEK, "solo": DEEPSEEK}) == [
+        "instance ds (prefill/decode) and solo serve the same name 'deepseek': the router sends it to the PD "
+        "instance's proxy only; give each its own served_model_name"]
+    assert refused(with_pools(kv_transfer={"kv_port": "abc"})) == [
+        "ascend_instances.ds.kv_transfer.kv_port must be a TCP port with room for the pool's 32 NPUs above it "
+        "(found 'abc')"]
+    assert refused(with_pools(prefill={"serve_options": {"prefill-context-parallel-size": 2}})) == [
+        "ascend_instances.ds.prefill.serve_options.prefill_context_parallel_size is not planned with prefill and "
+        "decode pools (it widens the KV port ranges ascend_instances.ds.kv_transfer allocates)"]
+    assert refused(with_pools(kv_transfer={"extra_config": {1: "a"}}))[0].startswith(
+        "ascend_instances.ds.kv_transfer.extra_config must be a mapping with string keys")
+    # A pool's extra_env that is no mapping is named as any instance's is, not a crash.
+    assert any("extra_env" in problem for problem in refused(with_pools(decode={"extra_env": ["a"]})))
+
+
+def test_a_shared_key_is_named_where_it_was_set():
+    # engine_version is the instance's (both pools share it): its problem names it there, not as a pool key the user
+    # could not have set.
+    problems = refused(with_pools(engine_version="0.7.0"))
+    assert problems and all("ascend_instances.ds.engine_version" in p for p in problems), problems
+    assert not any(".prefill.engine_version" in p or ".decode.engine_version" in p for p in problems)
+
+
+def test_prefill_pipeline_stages_reach_the_decode_through_the_extra_config():
+    found = plan(with_pools(prefill={"pipeline_parallel_size": 2, "data_parallel_size": 2}))
+    argv = found["instances"]["ds-decode"]["nodes"]["d1"]["serve_argv"]
+    extra = json.loads(argv[argv.index("--kv-transfer-config") + 1])["kv_connector_extra_config"]
+    assert extra["prefill"] == {"tp_size": 8, "dp_size": 2, "pp_size": 2}
+
+
+def test_without_the_router_a_pd_instance_is_not_deployed():
+    settings = {"engine": "vllm-ascend", "engine_version": "0.23.0", "model": "/models/default", "launcher": "mp"}
+    found = fleet.make_fleet_plan(settings, a3_nodes(), copy.deepcopy(TUTORIAL), {"ds": DEEPSEEK},
+                                  router={"enabled": False}, pd_proxy_dir="/opt/pd")
+    assert found["router"] is None
+    assert fleet.deploy_problems(found) == [
+        "instance ds has prefill and decode pools: vllm-ascend's proxy checks no client key and serves "
+        "/instances/add and /instances/remove, which hand out the engines' key; keep the router "
+        "(ascend_router_enabled: true): it checks clients' keys and passes completions only"]

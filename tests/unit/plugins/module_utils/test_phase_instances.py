@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 import re
 
 import pytest
@@ -516,14 +517,20 @@ def test_preflight_names_a_missing_proxy_its_packages_and_a_held_kv_port():
     plan = make_plan(PD, pd_proxy_dir="/opt/pd")
     script = "/opt/pd/load_balance_proxy_server_example.py"
     python = {"path": "/opt/venv/bin/python", "version": "3.11.2",
-              "distributions": {"ray": "2.52.1", "fastapi": "0.115.0", "httpx": None, "uvicorn": "0.30.0"}}
-    assert preflight_checks._proxy_problems({"python": python, "pd_proxy": {script: False}}, plan, "w") == [
+              "distributions": {"ray": "2.52.1", "fastapi": "0.115.0", "httpx": None, "uvicorn": "0.30.0",
+                                "mooncake-transfer-engine-npu": "0.3.13.post1"}}
+    assert preflight_checks._pd_problems({"python": python, "pd_proxy": {script: False}}, plan, "w") == [
         "instance chat: vllm-ascend's proxy /opt/pd/load_balance_proxy_server_example.py does not exist "
         "(ascend_pd_proxy_dir: the directory examples/disaggregated_prefill_v1 of vllm-ascend's source, which its "
         "sdist on PyPI holds)",
         "instance chat: the proxy runs on /opt/venv/bin/python, which lacks httpx (vLLM installs them with the engine)"]
-    # The prefill's host runs no proxy.
-    assert preflight_checks._proxy_problems({"python": python, "pd_proxy": {}}, plan, "h") == []
+    # The prefill's host runs no proxy; a pool's host needs the transfer engine.
+    assert preflight_checks._pd_problems({"python": python, "pd_proxy": {}}, plan, "h") == []
+    bare = dict(python, distributions=dict(python["distributions"], **{"mooncake-transfer-engine-npu": None}))
+    assert preflight_checks._pd_problems({"python": bare, "pd_proxy": {}}, plan, "h") == [
+        "instance chat: /opt/venv/bin/python, the engine's Python, has no Mooncake transfer engine "
+        "(mooncake-transfer-engine-npu or mooncake-transfer-engine), which vllm-ascend's connector imports "
+        "(mooncake.engine): pip install mooncake-transfer-engine-npu there"]
     kv_port = plan["pd"]["chat"]["pools"]["prefill"]["kv_port"]
     listener = {"port": kv_port + 1, "process": "python3", "pid": 42, "uid": 0, "unit": None}
     assert preflight_checks._port_problems({"listeners": [listener]}, plan, "h") == [
@@ -543,3 +550,40 @@ def test_a_rolling_restart_rolls_router_servers_and_restarts_pd_pools_together()
         "rolling": ["solo"], "together": ["chat-decode", "chat-prefill"]}
     assert phase_restart.rolling(node, {"instances": "chat-prefill"})["result"] == {
         "rolling": [], "together": ["chat-prefill"]}
+
+
+def test_pd_pools_ping_each_other_from_every_pool_npu():
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_npu_network
+    plan = make_plan(PD, pd_proxy_dir="/opt/pd")
+    # npu_query's records: the IPs hccn_tool gave for each physical ID (prefill h: NPUs 0,1; decode w: NPUs 0,1).
+    records = {"h": {"checked": True, "npus": {"0": {"ip": "10.1.0.10"}, "1": {"ip": "10.1.0.11"}}},
+               "w": {"checked": True, "npus": {"0": {"ip": "10.1.0.20"}, "1": {"ip": "10.1.0.21"}}}}
+    assert phase_npu_network.pd_ping_targets(plan, records, "h") == [
+        {"device": 0, "address": "10.1.0.20", "node": "w", "kind": "ping"},
+        {"device": 1, "address": "10.1.0.20", "node": "w", "kind": "ping"}]
+    assert phase_npu_network.pd_ping_targets(plan, records, "w") == [
+        {"device": 0, "address": "10.1.0.10", "node": "h", "kind": "ping"},
+        {"device": 1, "address": "10.1.0.10", "node": "h", "kind": "ping"}]
+    # A host whose NPUs were not checked is not pinged.
+    assert phase_npu_network.pd_ping_targets(plan, dict(records, w={"checked": False}), "h") == []
+
+
+def test_llmdatadist_pools_get_the_rank_table_from_the_npu_ips_read_in_the_play():
+    plan = make_plan(PD, pd_proxy_dir="/opt/pd", engine_version="0.11.0")
+    queried = {"h": {"npu_query": {"checked": True, "npus": {"0": {"ip": "10.1.0.10"}, "1": {"ip": "10.1.0.11"}}}},
+               "w": {"npu_query": {"checked": True, "npus": {"0": {"ip": "10.1.0.20"}, "1": {"ip": "10.1.0.21"}}}}}
+    state = phase_instances.serve(FakeNode("h", plan, applied=queried, instances=PD), SERVE)["apply"]
+    accepted(state)
+    files = dict((spec["path"], spec) for spec in state["files"])
+    table = json.loads(files["/etc/ascend-inference/ranktable-chat.json"]["content"])
+    assert [d["device_ip"] for d in table["prefill_device_list"] + table["decode_device_list"]] == [
+        "10.1.0.10", "10.1.0.11", "10.1.0.20", "10.1.0.21"]
+    # The prefill pool restarts when its table changes; a table no instance names any more is swept.
+    assert "/etc/ascend-inference/ranktable-chat.json" in units(state)["ascend-serve-chat-prefill.service"]["restart_on"]
+    kept = sweeps(state, proxies=True)["/etc/ascend-inference"]
+    assert kept["keep"] == ["ranktable-chat.json"] and re.fullmatch(kept["pattern"], "ranktable-old.json")
+    # Without the NPU network check's answers in this play (a --tags serve run), nothing is written.
+    with pytest.raises(Refused) as refused:
+        phase_instances.serve(FakeNode("h", plan, instances=PD), SERVE)
+    assert "instance chat: cannot write LLMDataDist's rank table /etc/ascend-inference/ranktable-chat.json" in str(
+        refused.value)

@@ -126,3 +126,14 @@ def test_a_tool_that_cannot_run_fails_every_check_of_every_device(tmp_path, run_
                              "hccn_conf": str(tmp_path / "hccn.conf")})
     device_failures = [f for f in done.result["failures"] if f["device"] is not None]
     assert len(device_failures) == 2 * 6 and all(f["found"] for f in device_failures)
+
+
+def test_each_devices_pings_in_order_the_devices_at_once(run):
+    """A prefill pool's NPUs each ping the decode nodes: every answer goes back to its own target."""
+    targets = [{"device": device, "address": address, "node": node}
+               for device in (0, 1, 2) for address, node in (("10.0.0.5", "c"), ("10.9.9.9", "d"))]
+    result, calls = run({"devices": [], "ping_targets": targets})
+    assert sorted(f["check"] for f in result["failures"]) == ["ping 10.9.9.9 (d)"] * 3
+    assert sorted(f["device"] for f in result["failures"]) == [0, 1, 2]
+    for device in ("0", "1", "2"):
+        assert [call[-1] for call in calls if call[1] == device] == ["10.0.0.5", "10.9.9.9"]
