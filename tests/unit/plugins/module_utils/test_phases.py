@@ -328,10 +328,12 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
     listed = {"ansible.builtin.find": {"files": [{"path": "/etc/systemd/system/ascend-serve.service"},
                                                  {"path": "/etc/systemd/system/ascend-serve-chat.service"},
                                                  {"path": "/etc/systemd/system/ascend-ray-big.service"},
+                                                 {"path": "/etc/systemd/system/ascend-pd-ds.service"},
                                                  {"path": "/etc/systemd/system/ascend-ray.service"}]}}
     state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
+    # A prefill/decode proxy stops before the pools it joins, the router before everything.
     assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")] \
-        + ["ascend-ray-big.service", "ascend-serve-chat.service", "ascend-router.service"]
+        + ["ascend-ray-big.service", "ascend-serve-chat.service", "ascend-pd-ds.service", "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
     assert state["leftovers"]["pattern"] == ("raylet|gcs_server|ray start|vllm(-mindspore)? serve|"
                                              "load_balance_proxy_[a-z_]*server_example")
