@@ -34,7 +34,7 @@ if ! podman image exists "$podman_node"; then
 fi
 
 vllm_help="$repo/tests/vllm_help"
-inputs=$( (cd "$here" && sha256sum engine/Containerfile doubles/ascend_sim.py doubles/vllm_sim.py doubles/set_env.cann.sh;
+inputs=$( (cd "$here" && sha256sum engine/Containerfile doubles/ascend_sim.py doubles/vllm_sim.py doubles/kv_connector_sim.py doubles/set_env.cann.sh;
   cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt; echo "$base $engine_ray $(uname -m)") \
   | sha256sum | cut -c1-12)
 engine="$engine_name:v0.23.0"
@@ -50,7 +50,8 @@ if [ ! -f "$archive" ]; then
   context=$(mktemp -d)
   trap 'rm -rf "$context"' EXIT
   mkdir -p "$context/doubles/vllm_help" "$context/wheelhouse"
-  cp "$here"/doubles/ascend_sim.py "$here"/doubles/vllm_sim.py "$here"/doubles/set_env.*.sh "$context/doubles/"
+  cp "$here"/doubles/ascend_sim.py "$here"/doubles/vllm_sim.py "$here"/doubles/kv_connector_sim.py \
+    "$here"/doubles/set_env.*.sh "$context/doubles/"
   cp "$vllm_help"/reader.py "$vllm_help"/vllm-*-serve-help.txt "$context/doubles/vllm_help/"
   cp "$wheelhouse"/*.whl "$context/wheelhouse/"
   log "building $engine"
