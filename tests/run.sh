@@ -65,6 +65,7 @@ setup() {
   "$python" -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv || return 1
   # systemd: its systemd-analyze checks the serve unit (integration; the test fails without it).
   apt_install git shellcheck systemd || return 1
+  ensure_promtool || return 1
   ensure_venv "$venv" "$python" -r "$repo/tests/requirements.txt" || return 1
   local newest_python core pip_version cores=("$core_oldest")
   ensure_venv "$(test_venv "$core_oldest")" "$python" "ansible-core==$core_oldest.*" || return 1
@@ -85,6 +86,22 @@ setup() {
 }
 
 test_venv() { echo "$cache/venv-ansible-test-$1"; }
+
+# promtool (integration: the collection's Prometheus configuration and rules checked and unit-tested) from Debian's
+# prometheus package, unpacked into the cache: installing the package would start a Prometheus on this machine.
+promtool_bin() { echo "$cache/prometheus/usr/bin/promtool"; }
+ensure_promtool() {
+  [ -x "$(promtool_bin)" ] && return 0
+  log "unpacking promtool from Debian's prometheus package"
+  local debs
+  debs=$(mktemp -d) || return 1
+  (cd "$debs" && apt-get download prometheus >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get download prometheus >/dev/null; }) \
+    && mkdir -p "$cache/prometheus" && dpkg-deb -x "$debs"/prometheus_*.deb "$cache/prometheus"
+  local status=$?
+  rm -rf "$debs"
+  return $status
+}
 
 # ansible-test (sanity or units) on both ends of the supported ansible-core range.
 ansible_test() {
@@ -129,7 +146,8 @@ stage_sanity() { ansible_test sanity; }
 stage_units() { ansible_test units; }
 
 stage_integration() {
-  (cd "$repo" && "$venv/bin/python" -m pytest -p no:cacheprovider -q tests/integration)
+  (cd "$repo" && ASCEND_TEST_PROMTOOL="$(promtool_bin)" "$venv/bin/python" -m pytest -p no:cacheprovider -q \
+    tests/integration)
 }
 
 # The hardware test doubles themselves, on this machine.

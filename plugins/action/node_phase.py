@@ -15,9 +15,9 @@ import copy
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_node_env,
-    phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_router, phase_serve, phase_status,
-    phase_teardown)
+    apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_monitoring,
+    phase_node_env, phase_npu_exporter, phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_router,
+    phase_serve, phase_status, phase_teardown)
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
 
 display = Display()
@@ -36,6 +36,8 @@ PHASES = {
     "ray": (phase_instances.ray, phase_ray.SETTINGS),
     "serve": (phase_instances.serve, phase_serve.SETTINGS),
     "router": (phase_router.desired, phase_router.SETTINGS),
+    "npu_exporter": (phase_npu_exporter.desired, phase_npu_exporter.SETTINGS),
+    "monitoring": (phase_monitoring.desired, phase_monitoring.SETTINGS),
     "ray_restart": (phase_restart.ray, phase_ray.SETTINGS),
     "serve_restart": (phase_restart.serve, phase_restart.SERVE_SETTINGS),
     "serve_rolling": (phase_restart.rolling, phase_restart.SERVE_SETTINGS),

@@ -26,6 +26,12 @@ def _preflight(hostvars, host):
     return (facts.get(APPLIED) or {}).get("preflight")
 
 
+def monitor_of(host, variables, templar):
+    """A host of group ascend_monitor: the address it scrapes from, as a node's address is read."""
+    address = templar.template(variables.get("ascend_node_ip") or variables.get("ansible_host") or host)
+    return {"name": host, "address": str(address)}
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(ARGUMENT_SPEC)
@@ -53,6 +59,10 @@ class ActionModule(ActionBase):
             if params["router_hosts"] is None and "ascend_router" in groups:
                 # An empty group is refused by the planner, not taken for the default.
                 params["router_hosts"] = list(groups["ascend_router"])
+            if params["monitors"] is None:
+                hostvars = task_vars.get("hostvars") or {}
+                params["monitors"] = [monitor_of(host, hostvars.get(host) or {}, self._templar)
+                                      for host in groups.get("ascend_monitor") or []]
         # Secret variables reach the planner by name only, with what is wrong with their values.
         public, secret = input_rules.split_env(params["extra_env"])
         params["extra_env"] = public
@@ -64,7 +74,8 @@ class ActionModule(ActionBase):
         result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
         if check_nodes:
             # A plan of instances is judged with each instance's ports and model.
-            plan = dict((key, result[key]) for key in ("cluster", "nodes", "instances", "router", "pd") if key in result)
+            kept = ("cluster", "nodes", "instances", "router", "pd", "monitoring")
+            plan = dict((key, result[key]) for key in kept if key in result)
             report, problems = self.node_report(task_vars, plan)
             result["node_problems"] = problems
             if report:

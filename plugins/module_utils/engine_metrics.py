@@ -28,3 +28,64 @@ def in_flight(text):
                 continue
             found[match.group("name")] = found.get(match.group("name"), 0.0) + value
     return found
+
+
+LABELLED = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)(?:\s+\S+)?$")
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+KV_CACHE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
+
+
+def samples(text):
+    """[(name, {label: value}, value)] of a Prometheus text exposition; lines that are none are skipped."""
+    found = []
+    for line in (text or "").splitlines():
+        match = LABELLED.match(line.strip())
+        if not match:
+            continue
+        try:
+            value = float(match.group("value"))
+        except ValueError:
+            continue
+        found.append((match.group("name"), dict(LABEL.findall(match.group("labels") or "")), value))
+    return found
+
+
+def quantile(q, buckets):
+    """Prometheus' histogram_quantile over [(upper bound, cumulative count)]: linear within the bucket that holds
+    the rank; None without observations. The +Inf bucket's rank answers its lower bound, as Prometheus does."""
+    ordered = sorted(buckets)
+    if not ordered or ordered[-1][1] <= 0:
+        return None
+    rank = q * ordered[-1][1]
+    lower, below = 0.0, 0.0
+    for bound, count in ordered:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            if count == below:
+                return bound
+            return lower + (bound - lower) * (rank - below) / (count - below)
+        lower, below = bound, count
+    return lower
+
+
+def load(text):
+    """What an API server's /metrics says of its load since it started: running and waiting requests (summed over
+    its engines), the KV cache's use (its fullest engine; vLLM 0.9.1 names it gpu_cache_usage_perc), and the time to
+    first token's p50 and p95 with the number of requests they cover. None where the page has no vLLM gauges."""
+    found = samples(text)
+    gauges = in_flight(text)
+    if not gauges:
+        return None
+    kv = [value for name, _labels, value in found if name == KV_CACHE[0]] or \
+        [value for name, _labels, value in found if name == KV_CACHE[1]]
+    buckets = {}
+    for name, labels, value in found:
+        if name == TTFT_BUCKET and "le" in labels:
+            bound = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+            buckets[bound] = buckets.get(bound, 0.0) + value
+    pairs = list(buckets.items())
+    return {"running": gauges.get(GAUGES[0], 0.0), "waiting": gauges.get(GAUGES[1], 0.0),
+            "kv_cache": max(kv) if kv else None, "ttft_p50": quantile(0.5, pairs), "ttft_p95": quantile(0.95, pairs),
+            "requests": buckets.get(float("inf"), 0.0)}

@@ -50,13 +50,33 @@ def desired(node, settings):
                     set(entry["proxy"]["unit"] for entry in (node.plan.get("pd") or {}).values()))
     if settings.get("ssh_port"):
         open_ports.add(int(settings["ssh_port"]))
+    monitors, scraped = scraped_ports(node.plan, node.host)
     state["directories"] = [{"path": settings["config_dir"]}]
     state["files"] = [
         {"path": rules_path, "mode": "0644", "validate": "nft --check --file %s", "template": "firewall/firewall.nft.j2",
-         "values": {"members": ", ".join(members), "open_ports": ", ".join(str(p) for p in sorted(open_ports))}},
+         "values": {"members": ", ".join(members), "open_ports": ", ".join(str(p) for p in sorted(open_ports)),
+                    "monitors": ", ".join(monitors), "scraped_ports": ", ".join(str(p) for p in scraped)}},
         {"path": unit_path, "mode": "0644", "template": "firewall/ascend-firewall.service.j2",
          "values": {"before": " ".join(before), "rules": rules_path}},
     ]
     state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "started",
                                "restart_on": [rules_path, unit_path]}]
     return {"apply": state, "record": {"enabled": True}}
+
+
+def scraped_ports(plan, host):
+    """(the monitoring hosts that are no members, the ports of HOST they scrape): every target of the plan's
+    monitoring section on this node (engines' API ports, the router's metrics, the NPU exporter)."""
+    monitoring = plan.get("monitoring") or {}
+    admitted = list(monitoring.get("admitted") or [])
+    if not admitted:
+        return [], []
+    address = plan["nodes"][host]["node_ip"]
+    ports = set()
+    for groups in (monitoring.get("targets") or {}).values():
+        for group in groups:
+            for target in group["targets"]:
+                target_address, port = target.rsplit(":", 1)
+                if target_address == address and group["labels"].get("node") == host:
+                    ports.add(int(port))
+    return admitted, sorted(ports)

@@ -9,7 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import container, phase_instances, phase_ray, reports
+import math
+from urllib.parse import quote
+
+from ansible_collections.ascend.inference.plugins.module_utils import (
+    container, engine_metrics, monitoring_plan, phase_instances, phase_ray, reports)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SETTINGS = {"config_dir": "str", "python_env": "str"}
@@ -53,6 +57,10 @@ def status(node, settings):
         health = node.run("ansible.builtin.uri", {"url": "http://%s:%s/health" % (mine["node_ip"], cluster["api_port"]),
                                                   "timeout": 10, "status_code": [200]})
         record["health"] = {"status": health.get("status", -1), "msg": health.get("msg")}
+        # vLLM serves /metrics outside /v1: no key.
+        metrics = node.run("ansible.builtin.uri", {"url": "http://%s:%s/metrics" % (mine["node_ip"], cluster["api_port"]),
+                                                   "timeout": 10, "return_content": True, "status_code": [200]})
+        record["load"] = engine_metrics.load(metrics.get("content")) if metrics.get("status") == 200 else None
     return {"apply": None, "record": record}
 
 
@@ -130,16 +138,70 @@ def router_report(plan, hosts, applied):
     return lines, problems
 
 
+PROMETHEUS_PORT = 9090
+TTFT_WINDOW = "5m"
+
+
+def prometheus_ttft(node, plan):
+    """({instance: {p50, p95}} over the last TTFT_WINDOW from the first monitoring host's Prometheus, its address),
+    or ({}, None) without one or when it does not answer."""
+    monitors = (plan.get("monitoring") or {}).get("monitors") or []
+    if not monitors:
+        return {}, None
+    address = monitors[0]["address"]
+    found = {}
+    for key, q in (("p50", 0.5), ("p95", 0.95)):
+        # An instance with several API servers: one quantile over all of them.
+        query = "histogram_quantile(%s, sum by (instance, le) (ascend:vllm_time_to_first_token_seconds_bucket:rate5m))" % q
+        answer = node.run("ansible.builtin.uri", {
+            "url": "http://%s:%d/api/v1/query?query=%s" % (address, PROMETHEUS_PORT, quote(query, safe="")),
+            "timeout": 10, "return_content": True, "status_code": [200]})
+        if answer.get("status") != 200:
+            return {}, None
+        for series in ((answer.get("json") or {}).get("data") or {}).get("result") or []:
+            value = float(series["value"][1])
+            if not math.isnan(value):  # NaN: no request in the window
+                found.setdefault(series["metric"].get("instance"), {})[key] = value
+    return found, address
+
+
+def load_line(name, found, recent, address):
+    """One instance's load: its API servers' requests and KV cache now, and its time to first token."""
+    loads = [entry.get("load") for entry in found.values() if entry.get("load")]
+    if not loads:
+        return "load %s: no /metrics read" % name
+    running, waiting = sum(l["running"] for l in loads), sum(l["waiting"] for l in loads)
+    kv = [l["kv_cache"] for l in loads if l["kv_cache"] is not None]
+    line = "load %s: %d running, %d waiting, KV cache %s" % (
+        name, running, waiting, "%.0f%%" % (max(kv) * 100) if kv else "?")
+    mine = recent.get(name) or {}
+    if "p50" in mine or "p95" in mine:
+        return line + ", time to first token p50 %s / p95 %s (last %s, Prometheus on %s)" % (
+            _seconds(mine.get("p50")), _seconds(mine.get("p95")), TTFT_WINDOW, address)
+    requests = sum(l["requests"] for l in loads)
+    if len(loads) == 1 and requests:
+        return line + ", time to first token p50 %s / p95 %s (since the engine started, %d requests)" % (
+            _seconds(loads[0]["ttft_p50"]), _seconds(loads[0]["ttft_p95"]), requests)
+    return line + ", time to first token: %s" % ("no request yet" if not requests else
+                                                 "see each server's /metrics (several servers)")
+
+
+def _seconds(value):
+    return "?" if value is None else "%.3g s" % value
+
+
 def report(node, settings):
     """Once for the play: the table (one per instance); fails naming what is not running."""
     plan = node.plan
     hosts = node.play_hosts()
+    recent, address = prometheus_ttft(node, plan)
     if phase_instances.is_fleet(plan):
-        tables, problems = [], []
+        tables, problems, loads = [], [], []
         for name, view in phase_instances.views(node):
             found = dict((host, ((node.applied("status", host=host) or {}).get("instances") or {}).get(name) or {})
                          for host in set(hosts) | set(view.plan["cluster"]["node_order"]))
             tables.append("instance %s: %s" % (name, reports.status_table(view.plan, hosts, found)))
+            loads.append(load_line(name, found, recent, address))
             problems += ["- instance %s: %s" % (name, line[2:]) for line in
                          reports.status_problems(view.plan, hosts, found).splitlines()]
         for summary in (router_report, pd_report):
@@ -147,6 +209,7 @@ def report(node, settings):
             if lines:
                 tables.append("\n".join(lines))
             problems += found_problems
+        tables.append("\n".join(loads))
         table = "\n\n".join(tables)
         if problems:
             raise Refused(table + "\n" + "\n".join(problems))
@@ -155,7 +218,8 @@ def report(node, settings):
     found = dict((host, node.applied("status", host=host) or {})
                  for host in set(hosts) | set(plan["cluster"]["node_order"]))
     problems = reports.status_problems(plan, hosts, found)
-    table = reports.status_table(plan, hosts, found)
+    table = reports.status_table(plan, hosts, found) + "\n" + load_line(monitoring_plan.SINGLE, found, recent,
+                                                                        address)
     if problems:
         raise Refused(table + "\n" + problems)
     return {"apply": None, "record": None, "show": table}

@@ -2,7 +2,7 @@
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """teardown.yml's phase: an empty desired state - every service of the collection stopped and disabled (the router
-and serve first, then the engine container, Ray, the members-only firewall), and no Ray or serve process left. Unit files,
+and serve first, then the engine container, Ray, the NPU exporter, the members-only firewall), and no Ray or serve process left. Unit files,
 configuration and software stay: deploy.yml starts everything again. Needs no plan (an inventory that no longer
 validates is still torn down)."""
 
@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, planner, router_plan
+from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, phase_instances, planner, router_plan
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve")
@@ -19,6 +19,8 @@ LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve|load_balance_pr
 
 def desired(node, settings):
     units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
+    # The NPU exporter reads the NPUs the engines used: it goes with them (after the firewall in start order).
+    units.insert(1, {"name": monitoring_plan.EXPORTER_UNIT, "state": "stopped", "enabled": False})
     # Several instances: each one's units as the node has them, Ray's after the single model's, serve's last (stopped
     # first).
     # The prefill/decode proxies (ascend-pd-NAME) stop before the pools.

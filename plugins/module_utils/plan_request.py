@@ -12,7 +12,7 @@ import json
 import os
 
 from ansible_collections.ascend.inference.plugins.module_utils.instances import deploy_problems, make_fleet_plan
-from ansible_collections.ascend.inference.plugins.module_utils import router_plan
+from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, router_plan
 from ansible_collections.ascend.inference.plugins.module_utils.planner import (
     DEFAULTS,
     ENGINES,
@@ -84,7 +84,14 @@ ARGUMENT_SPEC = dict(
     router_metrics_port=dict(type="int", default=router_plan.DEFAULTS["metrics_port"]),
     # Where vllm-ascend's examples/disaggregated_prefill_v1 is on the nodes (instances with prefill/decode pools).
     pd_proxy_dir=dict(type="str"),
+    # What Prometheus scrapes (monitoring_plan): the NPU exporter on every node, and the hosts of group
+    # ascend_monitor (the action reads them from the inventory), which the firewall admits to the scraped ports.
+    npu_exporter_enabled=dict(type="bool", default=monitoring_plan.DEFAULTS["npu_exporter_enabled"]),
+    npu_exporter_port=dict(type="int", default=monitoring_plan.DEFAULTS["npu_exporter_port"]),
+    monitors=dict(type="list", elements="dict", options=dict(name=dict(type="str", required=True),
+                                                             address=dict(type="str", required=True))),
 )
+MONITORING_OPTIONS = ("npu_exporter_enabled", "npu_exporter_port", "monitors")
 ROUTER_OPTIONS = ("router_enabled", "router_hosts", "router_port", "router_metrics_port")
 FLEET_OPTIONS = ROUTER_OPTIONS + ("pd_proxy_dir",)
 
@@ -119,7 +126,9 @@ def answer(params):
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
-                if k not in ("nodes", "model_config_path", "instances", "instances_use") + FLEET_OPTIONS}
+                if k not in ("nodes", "model_config_path", "instances", "instances_use") + FLEET_OPTIONS
+                + MONITORING_OPTIONS}
+    monitoring_settings = dict((key, params.get(key)) for key in MONITORING_OPTIONS)
     router = router_plan.settings_of(params)
     settings["model_config"] = model_config
     try:
@@ -130,18 +139,24 @@ def answer(params):
             if problems:
                 return dict(failed=True, errors=problems, msg="ascend_instances: this release cannot deploy what "
                             "is asked (playbooks/plan.yml shows the plan):\n- " + "\n- ".join(problems))
+            monitoring, problems = monitoring_plan.section(fleet, monitoring_settings)
+            if problems:
+                raise PlanError(problems)
             return dict(changed=False, instances=fleet["instances"], allocation=fleet["allocation"],
                         cluster=fleet["cluster"], nodes=fleet["nodes"], router=fleet["router"], pd=fleet["pd"],
-                        plan_warnings=fleet["warnings"],
+                        monitoring=monitoring, plan_warnings=fleet["warnings"],
                         model_checks=model_checks)
         problems = router_plan.single_model_problems(router)
         if problems:
             raise PlanError(problems)
         plan = make_plan(settings, params["nodes"])
+        monitoring, problems = monitoring_plan.section(plan, monitoring_settings)
+        if problems:
+            raise PlanError(problems)
     except PlanError as exc:
         return dict(failed=True, msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)
-    return dict(changed=False, cluster=plan["cluster"], nodes=plan["nodes"], plan_warnings=plan["warnings"],
-                model_checks=model_checks)
+    return dict(changed=False, cluster=plan["cluster"], nodes=plan["nodes"], monitoring=monitoring,
+                plan_warnings=plan["warnings"], model_checks=model_checks)
 
 
 def instance_model_configs(instances):

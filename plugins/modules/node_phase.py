@@ -53,13 +53,15 @@ options:
         at a time behind the router); V(teardown) - every service stopped and disabled.
       - V(status), V(status_report) - status.yml's reads (V(status_report) once for the play).
       - V(cann_stage) - where each of C(cann_packages) comes from and where the node keeps it (registered).
+      - V(npu_exporter) - Huawei's NPU exporter as a unit on the node; V(monitoring) - Prometheus' configuration,
+        targets and rules on a monitoring host (or in an export directory).
       - V(model_settings), V(model_schedule) - the model role's variables checked, then who copies the model from
         whom (both once for the play; the schedule registered); V(model_hub) - the hub's download command.
     type: str
     required: true
-    choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, node_env, npu_ping, npu_query,
-              npu_report, preflight, ray, ray_install, ray_restart, ray_token, router, serve, serve_restart,
-              serve_rolling, status, status_report, teardown]
+    choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, monitoring, node_env,
+              npu_exporter, npu_ping, npu_query, npu_report, preflight, ray, ray_install, ray_restart, ray_token, router,
+              serve, serve_restart, serve_rolling, status, status_report, teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict

@@ -246,6 +246,32 @@ options:
       - Where vllm-ascend's C(examples/disaggregated_prefill_v1) is on the nodes (C(ascend_pd_proxy_dir)); its proxy
         joins the prefill and decode pools of an instance that has them. Required for such an instance to deploy.
     type: str
+  npu_exporter_enabled:
+    description:
+      - Run the NPU exporter on every node and scrape it (C(ascend_npu_exporter)).
+    type: bool
+    default: false
+  npu_exporter_port:
+    description:
+      - The NPU exporter's port on each node's cluster address (C(ascend_npu_exporter_port)).
+    type: int
+    default: 8082
+  monitors:
+    description:
+      - The hosts that scrape the cluster, each C(name) and C(address); the firewall admits them to the scraped
+        ports.
+      - Omitted - the hosts of the group C(ascend_monitor) (their C(ascend_node_ip), default C(ansible_host)).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The host's inventory name.
+        type: str
+        required: true
+      address:
+        description: The address it scrapes from.
+        type: str
+        required: true
   nodes:
     description:
       - The cluster's nodes, head included, in inventory order.
@@ -561,6 +587,14 @@ pd:
       C(kv_port), C(kv_ports) and C(kv_transfer_config)) and C(proxy) (C(host), C(address), C(port), C(script),
       C(argv), C(command), C(unit), C(env_file), C(health_path)).
   returned: with O(instances)
+  type: dict
+monitoring:
+  description:
+    - What Prometheus scrapes - C(exporter) (C(enabled), C(port), C(unit), C(hosts), C(addresses)), C(monitors)
+      (C(host), C(address)), C(admitted) (the monitors' addresses that are no member's), C(jobs) (job name per
+      target kind) and C(targets) (C(engines), C(router), C(npu) - Prometheus file-based service discovery groups,
+      each C(targets) and C(labels)).
+  returned: success
   type: dict
 allocation:
   description:

@@ -9,7 +9,7 @@ import yaml
 from conftest import REPO
 
 sys.path.insert(0, os.path.join(REPO, "collections"))
-from ansible_collections.ascend.inference.plugins.module_utils import planner, router_plan  # noqa: E402
+from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, planner, router_plan  # noqa: E402
 from ansible_collections.ascend.inference.plugins.modules import support_bundle  # noqa: E402
 
 
@@ -29,9 +29,11 @@ def test_teardown_stops_the_plans_units_serve_first():
             return {"files": []}
 
     state = phase_teardown.desired(NoPlan(), {})["apply"]
-    # Given in start order: node_apply stops them in reverse, the router in front of serve first.
+    # Given in start order: node_apply stops them in reverse, the router in front of serve first, the NPU exporter
+    # after the engines.
     assert [unit["name"] for unit in reversed(state["units"])] == [router_plan.UNIT] + [
-        planner.UNITS[job] for job in ("serve", "engine", "ray", "firewall")]
+        planner.UNITS[job] for job in ("serve", "engine", "ray")] + [monitoring_plan.EXPORTER_UNIT,
+                                                                     planner.UNITS["firewall"]]
 
 
 def test_the_support_bundle_reads_the_plans_host_units():

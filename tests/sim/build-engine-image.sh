@@ -34,7 +34,9 @@ if ! podman image exists "$podman_node"; then
 fi
 
 vllm_help="$repo/tests/vllm_help"
-inputs=$( (cd "$here" && sha256sum engine/Containerfile doubles/ascend_sim.py doubles/vllm_sim.py doubles/kv_connector_sim.py doubles/set_env.cann.sh;
+metrics="$repo/tests/unit/plugins/module_utils/fixtures/vllm_metrics"
+inputs=$( (cd "$here" && sha256sum engine/Containerfile doubles/ascend_sim.py doubles/vllm_sim.py doubles/kv_connector_sim.py \
+    doubles/vllm_metrics_sim.py doubles/set_env.cann.sh; cd "$metrics" && sha256sum vllm-*.json;
   cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt; echo "$base $engine_ray $(uname -m)") \
   | sha256sum | cut -c1-12)
 engine="$engine_name:v0.23.0"
@@ -51,7 +53,9 @@ if [ ! -f "$archive" ]; then
   trap 'rm -rf "$context"' EXIT
   mkdir -p "$context/doubles/vllm_help" "$context/wheelhouse"
   cp "$here"/doubles/ascend_sim.py "$here"/doubles/vllm_sim.py "$here"/doubles/kv_connector_sim.py \
-    "$here"/doubles/set_env.*.sh "$context/doubles/"
+    "$here"/doubles/vllm_metrics_sim.py "$here"/doubles/set_env.*.sh "$context/doubles/"
+  # The metrics of each vLLM release (tools/extract_vllm_metrics.py), which the serve double exports.
+  cp -r "$metrics" "$context/doubles/vllm_metrics"
   cp "$vllm_help"/reader.py "$vllm_help"/vllm-*-serve-help.txt "$context/doubles/vllm_help/"
   cp "$wheelhouse"/*.whl "$context/wheelhouse/"
   log "building $engine"

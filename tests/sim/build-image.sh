@@ -21,8 +21,8 @@ vllm_ascend_sdist=vllm_ascend-0.23.0.post1.tar.gz
 vllm_ascend_sha256=a3b9f4a5dd7aa50c37e03d1f35937c4ae5aeacc49b734cac74d59ce5757738e1
 vllm_ascend_url=https://files.pythonhosted.org/packages/ab/7a/32a1b1f13467fb7372588206fa1ffb735f28dcd8504d562f5c7ccdbd90d0/$vllm_ascend_sdist
 arch=$(uname -m)
-# haproxy: the router role's package (the nodes reach no mirror in the tests).
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync,haproxy
+# haproxy: the router role's package, prometheus the monitoring role's (the nodes reach no mirror in the tests).
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync,haproxy,prometheus
 log() { echo "build-image: $*" >&2; }
 
 "$here/setup-host.sh" >&2
@@ -58,8 +58,10 @@ echo "$base" > "$cache/base-image"
 # The serve doubles parse exactly the options of the real `vllm serve --help=all`
 # stored in tests/vllm_help (with its reader), not the collection's own table.
 vllm_help="$repo/tests/vllm_help"
+# The metrics of each vLLM release (tools/extract_vllm_metrics.py), which the serve double exports.
+metrics="$repo/tests/unit/plugins/module_utils/fixtures/vllm_metrics"
 inputs=$( (cd "$here" && find doubles image nnrt cann makeself-header.sh build-image.sh -type f -print0 | sort -z \
-  | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt;
+  | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt; cd "$metrics" && sha256sum vllm-*.json;
   cd "$samples" && sha256sum driver-version.info__* ascend_toolkit_install.info__*;
   echo "$base $cann_versions $ray_requirement $proxy_requirements $vllm_ascend_sha256 $arch"; cat "$ssh_key.pub") \
   | sha256sum | cut -c1-12)
@@ -71,6 +73,7 @@ if ! podman image exists "$image"; then
   cp "$ssh_key.pub" "$context/image/authorized_keys"
   mkdir "$context/doubles/vllm_help"
   cp "$vllm_help"/reader.py "$vllm_help"/vllm-*-serve-help.txt "$context/doubles/vllm_help/"
+  cp -r "$metrics" "$context/doubles/vllm_metrics"
   # The pyACL double dlopens this stand-in for CANN's libascendcl.so (built for this machine's architecture).
   gcc -shared -fPIC -o "$context/doubles/libascendcl.so" "$here/doubles/libascendcl.c"
   # The simulated drivers' version.info files are the captures.

@@ -19,6 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOUBLES = os.path.join(HERE, "doubles")
 # The real `vllm serve --help=all` captures and their reader, which the doubles parse options with.
 VLLM_HELP = os.path.join(HERE, "..", "vllm_help")
+# The metrics each vLLM release defines (tools/extract_vllm_metrics.py), which the double exports.
+VLLM_METRICS = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "fixtures", "vllm_metrics")
 
 
 def free_port():
@@ -32,9 +34,10 @@ def sim(tmp_path):
     """Start doubles against a scratch node with 4 NPUs; stops them afterwards."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    for name in ("ascend_sim.py", "vllm_sim.py", "kv_connector_sim.py"):
+    for name in ("ascend_sim.py", "vllm_sim.py", "kv_connector_sim.py", "vllm_metrics_sim.py"):
         shutil.copy(os.path.join(DOUBLES, name), lib / name)
     shutil.copytree(VLLM_HELP, lib / "vllm_help", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(VLLM_METRICS, lib / "vllm_metrics")
     (tmp_path / "root/dev").mkdir(parents=True)
     for name in ["davinci%d" % device for device in range(4)] + ["davinci_manager", "devmm_svm", "hisi_hdc"]:
         (tmp_path / "root" / "dev" / name).write_text("")

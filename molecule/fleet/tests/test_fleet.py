@@ -7,20 +7,23 @@ The serve double refuses an NPU or an HCCL port another engine holds (tests/sim/
 that the deploy converged at all shows the allocation disjoint on every node."""
 
 import json
+import math
 import os
 import re
+import shlex
 import socket
 import tempfile
 import threading
 import time
+import urllib.parse
 
 from http_call import call
-from serve_checks import INVENTORY, address_of, flags, node, playbook, request
+from serve_checks import INVENTORY, PROJECT, address_of, flags, node, playbook, request
 
 import pytest
 import testinfra.utils.ansible_runner
 
-HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")
+HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("ascend_cluster")
 N1, N2, N3 = "fleet-n1", "fleet-n2", "fleet-n3"
 testinfra_hosts = ["podman://" + N3]
 KEY = "sim-fleet-key-41d2"
@@ -134,10 +137,17 @@ def test_an_instances_secret_reaches_its_processes_only():
 def test_behind_the_router_only_its_port_is_open_to_everyone():
     for name in HOSTS:
         rules = node(name).check_output("nft list table inet ascend_inference")
-        opened = re.search(r"tcp dport \{ ([^}]*) \} accept", rules)
+        opened = re.search(r"^\s*tcp dport \{ ([^}]*) \} accept", rules, re.M)
         ports = set(opened.group(1).split(", ")) if opened else set()
         assert not {"8000", "8001", str(PROXY_PORT)} & ports, (name, rules)
         assert ("8080" in ports) == (name == N1), (name, rules)
+        # The monitoring host (fleet-mon) may read what it scrapes here: the API ports, the router's metrics and the
+        # NPU exporter; not the router's client port (open to all anyway), not the PD proxy.
+        scraped = re.search(r"ip saddr @monitors tcp dport \{ ([^}]*) \} accept", rules)
+        assert scraped, (name, rules)
+        assert set(scraped.group(1).split(", ")) == {N1: {"8000", "8001", "8082", "8404"},
+                                                     N2: {"8000", "8002", "8082"},
+                                                     N3: {"8000", "8001", "8082"}}[name], (name, rules)
     # From the controller, outside the cluster: the router answers, an engine's API port resets the connection.
     assert router("/health", key=None)[0] == 200
     with pytest.raises(OSError):
@@ -343,6 +353,122 @@ def test_a_prefill_npu_that_cannot_reach_the_decode_node_is_named():
     assert sorted(set((row[0], row[1], row[3]) for row in rows)) == [(N2, "7", N3)], out
 
 
+# --- metrics: Prometheus on fleet-mon -----------------------------------------------------------------------
+
+MON = "fleet-mon"
+DASHBOARD = os.path.join(PROJECT, "roles", "monitoring", "files", "ascend-inference-dashboard.json")
+
+
+def prometheus(path):
+    """Prometheus' HTTP API on fleet-mon, read there: the answer's data."""
+    answer = json.loads(node(MON).check_output("curl -s --max-time 10 %s" % shlex.quote("http://127.0.0.1:9090" + path)))
+    assert answer["status"] == "success", answer
+    return answer["data"]
+
+
+def query(expr):
+    return prometheus("/api/v1/query?query=" + urllib.parse.quote(expr, safe=""))["result"]
+
+
+def firing(alert):
+    return [a["labels"] for a in prometheus("/api/v1/alerts")["alerts"]
+            if a["labels"]["alertname"] == alert and a["state"] == "firing"], \
+        dict((a["labels"].get("instance", ""), a["annotations"]) for a in prometheus("/api/v1/alerts")["alerts"]
+             if a["labels"]["alertname"] == alert)
+
+
+def test_prometheus_outside_the_cluster_scrapes_every_engine_the_router_and_the_npus():
+    def active():
+        return prometheus("/api/v1/targets?state=active")["activeTargets"]
+
+    wait_for(lambda: active() and all(t["health"] == "up" for t in active()), 60,
+             lambda: [(t["labels"], t["health"], t["lastError"]) for t in active() if t["health"] != "up"])
+    by_job = {}
+    for target in active():
+        by_job.setdefault(target["labels"]["job"], []).append(target["labels"])
+    engines = dict((labels["instance"], labels) for labels in by_job["ascend-engine"])
+    assert sorted(engines) == ["big", "chat-a", "chat-b", "embed", "pd-decode", "pd-prefill"]
+    assert (engines["pd-prefill"]["role"], engines["pd-prefill"]["node"]) == ("prefill", N2)
+    assert (engines["pd-decode"]["role"], engines["pd-decode"]["model"]) == ("decode", "qwen-pd")
+    assert (engines["embed"]["node"], engines["embed"]["dp_rank"]) == (N1, "0")
+    assert [labels["node"] for labels in by_job["ascend-router"]] == [N1]
+    assert sorted(labels["node"] for labels in by_job["ascend-npu"]) == [N1, N2, N3]
+    # fleet-mon is no member: an engine's API port (members-only behind the router) is open to it, the PD proxy's
+    # port, which it does not scrape, is not.
+    assert node(MON).run("curl -s --max-time 5 -o /dev/null http://%s:8000/metrics" % address_of(node(N1))).rc == 0
+    proxy = "http://%s:%d/healthcheck" % (address_of(node(N3)), PROXY_PORT)
+    refused = node(MON).run("curl -s --max-time 5 -o /dev/null %s" % proxy)
+    assert refused.rc == 7, refused  # curl: connection refused (the firewall's reset)
+
+
+def test_every_dashboard_panel_returns_data_through_prometheus():
+    for model in ("qwen", "/models/embed", "/models/big", "qwen-pd"):
+        for _attempt in range(3):
+            assert complete(model, tokens=4)[0] == 200, model
+    with open(DASHBOARD) as handle:
+        board = json.load(handle)
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            # label_values(SELECTOR, LABEL): Grafana asks the label values API.
+            selector, label = re.match(r"label_values\((.*), (\w+)\)$", variable["definition"]).groups()
+            values = prometheus("/api/v1/label/%s/values?match[]=%s" % (label, urllib.parse.quote(selector)))
+            assert values, variable["name"]
+
+    def empty_panels():
+        missing = []
+        for panel in board["panels"]:
+            for target in panel["targets"]:
+                expr = target["expr"].replace("$instance", ".*").replace("$node", ".*")
+                values = [float(series["value"][1]) for series in query(expr)]
+                if not [value for value in values if not math.isnan(value)]:
+                    missing.append((panel["title"], expr))
+        return missing
+
+    # The rate panels need two scrapes after the requests and a rule evaluation (2 s each).
+    wait_for(lambda: not empty_panels(), 60, empty_panels)
+
+
+def test_status_shows_each_instances_load_and_its_time_to_first_token():
+    rc, out = playbook("status.yml")
+    assert rc == 0, out
+    for instance in ("chat-a", "chat-b", "big"):
+        assert re.search(r"load %s: \d+ running, \d+ waiting, KV cache \d+%%, time to first token p50 [0-9.e-]+ s / "
+                         r"p95 [0-9.e-]+ s \(last 5m, Prometheus on %s\)" % (instance, address_of(node(MON))), out), out
+
+
+def test_a_stopped_engine_raises_engine_down_naming_it():
+    host = node(N2)
+    host.check_output("systemctl stop %s" % unit("chat-b"))
+    started = time.time()
+    try:
+        wait_for(lambda: firing("AscendEngineDown")[0], 60, lambda: prometheus("/api/v1/alerts"))
+        elapsed = time.time() - started
+        labels, annotations = firing("AscendEngineDown")
+        assert [(l["instance"], l["node"], l["role"]) for l in labels] == [("chat-b", N2, "serve")]
+        assert annotations["chat-b"]["summary"] == "Engine chat-b (serve) on fleet-n2 is down"
+        # for: 6s, scrapes and evaluations every 2 s.
+        assert elapsed < 30, elapsed
+    finally:
+        host.check_output("systemctl start %s" % unit("chat-b"))
+        wait_for(lambda: replicas().get("chat-b") == "UP", 120, replicas)
+    wait_for(lambda: not firing("AscendEngineDown")[0], 60, lambda: prometheus("/api/v1/alerts"))
+
+
+def test_an_npu_fault_raises_the_npu_alert_naming_node_and_npu():
+    host, state = node(N3), "/etc/ascend-sim/node.json"
+    saved = host.file(state).content_string
+    faulty = dict(json.loads(saved), faults={"7": {"health": "Critical"}})
+    host.check_output("cat > %s <<'EOF'\n%s\nEOF" % (state, json.dumps(faulty)))
+    try:
+        wait_for(lambda: firing("AscendNPUUnhealthy")[0], 60, lambda: prometheus("/api/v1/alerts"))
+        labels, annotations = firing("AscendNPUUnhealthy")
+        assert [(l["node"], l["id"]) for l in labels] == [(N3, "7")]
+        assert annotations[N3]["summary"] == "NPU 7 on fleet-n3 is unhealthy"
+    finally:
+        host.check_output("cat > %s <<'EOF'\n%s\nEOF" % (state, saved))
+    wait_for(lambda: not firing("AscendNPUUnhealthy")[0], 60, lambda: prometheus("/api/v1/alerts"))
+
+
 def test_a_missing_instance_model_is_refused_naming_the_instance():
     host = node(N3)
     host.check_output("mv /models/big /models/big.away")
@@ -385,10 +511,11 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     kept = {(N1, "embed"): pid(node(N1), "embed"), (N2, "embed"): pid(node(N2), "embed"),
             (N2, "chat-b"): pid(node(N2), "chat-b")}
     router_pid = int(node(N1).check_output("systemctl show -p MainPID --value ascend-router.service"))
+    prometheus_pid = int(node(MON).check_output("systemctl show -p MainPID --value prometheus.service"))
     with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
         json.dump(left, handle)
         handle.flush()
-        rc, out = playbook("deploy.yml", "--tags", "ray,serve,router", "-e", "@" + handle.name)
+        rc, out = playbook("deploy.yml", "--tags", "ray,serve,router,monitoring", "-e", "@" + handle.name)
     assert rc == 0, out
     for name, instance in ((N3, "big"), (N1, "chat-a"), (N2, "pd-prefill"), (N3, "pd-decode")):
         host = node(name)
@@ -417,3 +544,11 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     assert replicas() == {"chat-b": "UP", "embed": "UP"}
     assert complete("/models/big")[0] == 404 and complete("qwen-pd")[0] == 404
     assert complete("qwen")[0] == 200
+    # Prometheus' targets lost them too, by the targets file alone: its process stays, and it was not reloaded.
+    targets = json.loads(node(MON).file("/etc/prometheus/ascend-inference/targets/engines.json").content_string)
+    assert sorted(group["labels"]["instance"] for group in targets) == ["chat-b", "embed"]
+    assert int(node(MON).check_output("systemctl show -p MainPID --value prometheus.service")) == prometheus_pid
+    assert "fleet-mon: prometheus.service" not in out, out
+    wait_for(lambda: sorted(set(t["labels"]["instance"] for t in prometheus("/api/v1/targets?state=active")[
+        "activeTargets"] if t["labels"]["job"] == "ascend-engine")) == ["chat-b", "embed"], 60,
+        lambda: prometheus("/api/v1/targets?state=active"))

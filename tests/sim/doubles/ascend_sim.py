@@ -20,7 +20,8 @@ The node's hardware is described by one JSON file the tests may change,
       "tls": {"3": 1},                # TLS switch per physical ID (default 0)
       "hccn_conf": false,             # no /etc/hccn.conf (default: written from the NPU IPs)
       "faults": {"3": {"link": "DOWN", "net_health": "Init", "ping_loss": true, "vnic": false,
-                       "lldp": false, "netdetect": false, "gateway": false, "ip": false}},
+                       "lldp": false, "netdetect": false, "gateway": false, "ip": false,
+                       "health": "Critical"}},  # npu-smi's Health (OK, Warning, Alarm, Critical)
       "fail": {"npu-smi": "dcmi module initialize failed. ret is -8005",
                "hccn_tool": "..."},   # a tool that must fail outright
       "engine": {"name": "vllm-ascend", "version": "0.23.0", "vllm": "0.23.0",
@@ -414,7 +415,7 @@ def install_requirements(python, requirements):
                               "sys.exit(any(not m.distribution(n) for n in sys.argv[1:]))"] + names,
                              capture_output=True, check=False).returncode
     if names and missing:
-        subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", "/opt/wheelhouse"]
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", path("/opt/wheelhouse")]
                        + list(requirements), check=True)
 
 
@@ -442,7 +443,10 @@ def apply_engine(engine):
                          % (name, version))
         with open(os.path.join(info, "INSTALLER"), "w") as handle:
             handle.write("ascend-sim\n")
-    install_requirements(python, engine.get("requires") or [])
+    # vLLM's own requirement the double's /metrics uses (requirements/common.txt: prometheus_client), where the
+    # wheelhouse carries it (the images' do).
+    metrics = ["prometheus_client"] if glob.glob(path("/opt/wheelhouse/prometheus_client-*")) else []
+    install_requirements(python, metrics + list(engine.get("requires") or []))
     for engine_name, program in ENGINE_PROGRAMS.items():
         script = os.path.join(env, "bin", program)
         if engine_name != engine["name"]:

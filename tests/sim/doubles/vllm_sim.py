@@ -455,43 +455,11 @@ def claim_npus(logic_ids, hccl):
 
 # --- OpenAI endpoints -------------------------------------------------------------
 
-class Load:
-    """The requests in flight and those answered, for /metrics (a drain waits for running to reach 0)."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.running = 0
-        self.success = 0
-
-    def started(self):
-        with self.lock:
-            self.running += 1
-
-    def finished(self, ok):
-        with self.lock:
-            self.running -= 1
-            self.success += 1 if ok else 0
-
-    def exposition(self, model):
-        """The few of vLLM v1's metrics a drain and a test read, named and labelled as its PrometheusStatLogger
-        names them (vllm/v1/metrics/loggers.py: labels model_name and engine, finished_reason on the counter)."""
-        labels = 'engine="0",model_name="%s"' % model
-        with self.lock:
-            return "".join([
-                "# HELP vllm:num_requests_running Number of requests in model execution batches.\n",
-                "# TYPE vllm:num_requests_running gauge\n",
-                "vllm:num_requests_running{%s} %.1f\n" % (labels, self.running),
-                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n",
-                "# TYPE vllm:num_requests_waiting gauge\n",
-                "vllm:num_requests_waiting{%s} 0.0\n" % labels,
-                "# HELP vllm:request_success_total Count of successfully processed requests.\n",
-                "# TYPE vllm:request_success_total counter\n",
-                'vllm:request_success_total{%s,finished_reason="length"} %.1f\n' % (labels, self.success),
-            ])
-
-
-def make_handler(names, api_key, ready, connector=None):
-    load = Load()
+def make_handler(names, api_key, ready, connector=None, version="0.23.0"):
+    # /metrics: the release's own metrics, moved by the requests below (vllm_metrics_sim.py; prometheus_client is
+    # imported only by a double that serves, as vLLM's API server does).
+    from vllm_metrics_sim import Metrics
+    load = Metrics(version, names[0])
     # Seconds per generated token (the instance's extra_env): a stream lasts long enough for a drain to wait on it.
     token_seconds = float(os.environ.get("ASCEND_SIM_DECODE_SECONDS", "0"))
     # The longest answer, in tokens (the real engine stops at max_tokens): short by default, longer where a test needs
@@ -530,7 +498,7 @@ def make_handler(names, api_key, ready, connector=None):
                     self.reply(503, {"error": "engines are not all running"})
             elif self.path == "/metrics":
                 # Outside /v1: vLLM checks the API key only there.
-                self.reply(200, load.exposition(names[0]), "text/plain; version=0.0.4; charset=utf-8")
+                self.reply(200, load.exposition(), "text/plain; version=0.0.4; charset=utf-8")
             elif self.path == "/v1/models":
                 if self.authorised():
                     self.reply(200, {"object": "list", "data": [
@@ -573,13 +541,13 @@ def make_handler(names, api_key, ready, connector=None):
                     self.reply(500, {"object": "error", "message": str(exc), "type": "InternalServerError",
                                      "code": 500})
                     return
-            load.started()
-            ok = False
-            try:
+            with load.request(len(str(prompt).split()), len(tokens)) as counted:
                 if request.get("stream"):
-                    self.stream(model, digest, tokens)
+                    self.stream(model, digest, tokens, counted)
                 else:
-                    time.sleep(token_seconds * len(tokens))
+                    for _token in tokens:
+                        time.sleep(token_seconds)
+                        counted.token()
                     answer = {
                         "id": "cmpl-sim-" + digest[:16], "object": "text_completion", "created": int(time.time()),
                         "model": model,
@@ -590,11 +558,8 @@ def make_handler(names, api_key, ready, connector=None):
                         # vLLM's CompletionResponse carries the connector's request_finished params.
                         answer["kv_transfer_params"] = kv_answer
                     self.reply(200, answer)
-                ok = True
-            finally:
-                load.finished(ok)
 
-        def stream(self, model, digest, tokens):
+        def stream(self, model, digest, tokens, counted):
             """Server-sent events in HTTP/1.1 chunks, as vLLM's streaming completions: one event per token, the last
             with its finish_reason, then [DONE]."""
             self.send_response(200)
@@ -609,6 +574,8 @@ def make_handler(names, api_key, ready, connector=None):
                                             "finish_reason": "length" if index == len(tokens) - 1 else None}]})
             for event in events + ["[DONE]"]:
                 time.sleep(token_seconds if event != "[DONE]" else 0)
+                if event != "[DONE]":
+                    counted.token()
                 data = ("data: %s\n\n" % (event if event == "[DONE]" else json.dumps(event))).encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
@@ -671,7 +638,8 @@ def main(engine):
     names = args.served_model_name or [args.model_tag or args.model]
     api_key = args.api_key[0] if args.api_key else os.environ.get("VLLM_API_KEY")
     ready = registry.complete if registry else (lambda: True)
-    server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), make_handler(names, api_key, ready, connector))
+    handler = make_handler(names, api_key, ready, connector, version)
+    server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), handler)
     log("serving %s on %s:%d (%d placement groups held)"
         % (names, args.host or "0.0.0.0", args.port or 8000, len(hold or [])))
     server.serve_forever()

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils.engine_metrics import in_flight
+from ansible_collections.ascend.inference.plugins.module_utils.engine_metrics import in_flight, load, quantile
 
 METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
@@ -32,3 +32,40 @@ def test_an_idle_engine_reads_zero_and_an_unknown_page_reads_nothing():
     assert in_flight(idle) == {"vllm:num_requests_running": 0.0, "vllm:num_requests_waiting": 0.0}
     assert in_flight("<html>Not Found</html>") == {}
     assert in_flight(None) == {}
+
+
+HISTOGRAM = METRICS + """# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="qwen"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="1.0",model_name="qwen"} 6.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="10.0",model_name="qwen"} 9.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="qwen"} 10.0
+vllm:time_to_first_token_seconds_bucket{engine="1",le="0.1",model_name="qwen"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="1",le="1.0",model_name="qwen"} 4.0
+vllm:time_to_first_token_seconds_bucket{engine="1",le="10.0",model_name="qwen"} 10.0
+vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf",model_name="qwen"} 10.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="qwen"} 10.0
+"""
+
+
+def test_load_sums_the_engines_and_reads_the_time_to_first_token_as_prometheus_would():
+    found = load(HISTOGRAM)
+    assert (found["running"], found["waiting"], found["kv_cache"], found["requests"]) == (3.0, 3.0, 0.25, 20.0)
+    # Summed over the engines: 10 of 20 under 1 s -> p50 is 1.0 (rank 10, the bucket's upper bound; Prometheus
+    # interpolates 0.1 + 0.9 x (10 - 0) / 10). p95: rank 19, bucket (1, 10] holds 10..19 -> 1 + 9 x 9 / 9 = 10.
+    assert found["ttft_p50"] == 1.0
+    assert found["ttft_p95"] == 10.0
+
+
+def test_quantiles_follow_histogram_quantile():
+    assert quantile(0.5, [(1.0, 0.0), (2.0, 10.0), (float("inf"), 10.0)]) == 1.5
+    # Above every finite bound: the highest finite bound (Prometheus' answer for the +Inf bucket).
+    assert quantile(0.99, [(1.0, 1.0), (float("inf"), 10.0)]) == 1.0
+    assert quantile(0.5, [(1.0, 0.0), (float("inf"), 0.0)]) is None
+
+
+def test_vllm_0_9_1_names_the_kv_cache_gpu_cache_usage_perc():
+    old = METRICS.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+    assert load(old)["kv_cache"] == 0.25
+    assert load(old)["ttft_p50"] is None
+    assert load("<html>Not Found</html>") is None

@@ -12,7 +12,7 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart,
+    apply_steps, monitoring_plan, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart,
     phase_runtime, phase_serve, phase_teardown, planner)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
@@ -272,8 +272,14 @@ def test_the_firewall_opens_only_the_api_ssh_and_given_ports():
     settings = {"enabled": True, "open_ports": [22], "config_dir": "/etc/x", "ssh_port": 2222}
     state = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
     rules = state["files"][0]
-    assert rules["values"] == {"members": "192.0.2.11, 192.0.2.12", "open_ports": "22, 2222, 8000"}
+    assert rules["values"] == {"members": "192.0.2.11, 192.0.2.12", "open_ports": "22, 2222, 8000",
+                               "monitors": "", "scraped_ports": ""}
     assert rules["validate"] == "nft --check --file %s"
+    # A monitoring host outside the cluster may read the API port and the NPU exporter, nothing else.
+    monitored = dict(plan, monitoring=monitoring_plan.section(plan, {
+        "npu_exporter_enabled": True, "monitors": [{"name": "mon", "address": "192.0.2.50"}]})[0])
+    values = phase_firewall.desired(FakeNode("h", monitored), settings)["apply"]["files"][0]["values"]
+    assert (values["monitors"], values["scraped_ports"]) == ("192.0.2.50", "8000, 8082")
     assert [u["name"] for u in state["units"]] == ["ascend-ray-firewall.service", "ascend-firewall.service"]
     off = phase_firewall.desired(FakeNode("h", plan), dict(settings, enabled=False, open_ports=[], ssh_port=None))
     assert off["warnings"][0].startswith("firewall_enabled is false on h")
@@ -332,8 +338,10 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
                                                  {"path": "/etc/systemd/system/ascend-ray.service"}]}}
     state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
     # A prefill/decode proxy stops before the pools it joins, the router before everything.
-    assert [u["name"] for u in state["units"]] == [planner.UNITS[n] for n in ("firewall", "ray", "engine", "serve")] \
-        + ["ascend-ray-big.service", "ascend-serve-chat.service", "ascend-pd-ds.service", "ascend-router.service"]
+    # The NPU exporter stops after the engines, before the firewall.
+    assert [u["name"] for u in state["units"]] == [planner.UNITS["firewall"], "ascend-npu-exporter.service"] + [
+        planner.UNITS[n] for n in ("ray", "engine", "serve")] + [
+        "ascend-ray-big.service", "ascend-serve-chat.service", "ascend-pd-ds.service", "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
     assert state["leftovers"]["pattern"] == ("raylet|gcs_server|ray start|vllm(-mindspore)? serve|"
                                              "load_balance_proxy_[a-z_]*server_example")

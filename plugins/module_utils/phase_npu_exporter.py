@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NPU exporter phase's desired state: Huawei's npu-exporter (MindCluster, binary mode) as
+ascend-npu-exporter.service, bound to the node's cluster address on the plan's port, run by the collection's
+service account (confined as the serve units are) with the driver's groups; restarted when its unit or its
+program changes. Where the plan turns it off, its unit and program are removed.
+
+Its flags (component/npu-exporter/cmd/npu-exporter/main.go): -port (1025-40000), -ip (an address: there is no
+default), -logFile (an absolute path its account may write). A value it refuses is logged and the program exits 0:
+the role waits for /metrics to answer rather than trust the unit's state."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime, service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+
+SETTINGS = {"program": "str", "extra_args": "list", "restart": "bool"}
+LOG_DIRECTORY = "ascend-npu-exporter"
+
+
+def argv(program, address, port, extra_args):
+    return [program, "-port=%d" % port, "-ip=%s" % address,
+            "-logFile=/var/log/%s/npu-exporter.log" % LOG_DIRECTORY] + [str(arg) for arg in extra_args or []]
+
+
+def desired(node, settings):
+    """settings: program (where the binary is on the node), extra_args (more flags), restart (the binary was
+    replaced in this run)."""
+    plan = node.plan
+    exporter = plan["monitoring"]["exporter"]
+    unit = exporter["unit"]
+    unit_path = "%s/%s" % (plan["cluster"]["unit_dir"], unit)
+    if not exporter["enabled"] or node.host not in exporter["hosts"]:
+        return {"apply": {"units": [{"name": unit, "file": unit_path, "state": "absent"}],
+                          "absent": [unit_path, settings["program"]]},
+                "record": {"enabled": False}}
+    for arg in settings["extra_args"] or []:
+        name = str(arg).lstrip("-").split("=", 1)[0]
+        if name in ("port", "ip", "logFile"):
+            raise Refused("npu_exporter_extra_args on %s sets -%s, which the collection sets from the plan "
+                          "(ascend_npu_exporter_port, the node's address)" % (node.host, name))
+    address = exporter["addresses"][node.host]
+    try:
+        exec_start = systemd.command_line(argv(settings["program"], address, exporter["port"],
+                                               settings["extra_args"]))
+    except ValueError as error:
+        raise Refused("npu_exporter_extra_args on %s: %s" % (node.host, error))
+    values = {"exec_start": exec_start, "log_directory": LOG_DIRECTORY,
+              "firewall": plan["cluster"]["units"]["firewall"],
+              "service_lines": phase_runtime.service_lines(plan, plan["nodes"][node.host])}
+    apply = {"files": [{"path": unit_path, "mode": "0644", "template": "npu_exporter/ascend-npu-exporter.service.j2",
+                        "values": values}],
+             "units": [{"name": unit, "file": unit_path, "state": "started", "restart_on": [unit_path],
+                        "restart": bool(settings["restart"])}],
+             # The account the serve units run as: the exporter may be deployed before them.
+             "account": phase_runtime.account(plan, service_account.COMMENT)}
+    return {"apply": apply, "record": {"enabled": True, "url": "http://%s:%d/metrics" % (address, exporter["port"])}}
