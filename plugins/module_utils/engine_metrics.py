@@ -88,4 +88,18 @@ def load(text):
     pairs = list(buckets.items())
     return {"running": gauges.get(GAUGES[0], 0.0), "waiting": gauges.get(GAUGES[1], 0.0),
             "kv_cache": max(kv) if kv else None, "ttft_p50": quantile(0.5, pairs), "ttft_p95": quantile(0.95, pairs),
-            "requests": buckets.get(float("inf"), 0.0)}
+            "requests": buckets.get(float("inf"), 0.0),
+            # The buckets themselves, by their le text (JSON has no infinity), to sum several servers' (merged()).
+            "ttft_buckets": dict(("+Inf" if bound == float("inf") else repr(bound), count)
+                                 for bound, count in pairs)}
+
+
+def merged_quantiles(loads):
+    """(p50, p95, requests) of the time to first token over several servers' load() answers: their buckets summed,
+    as Prometheus' sum by (le) does."""
+    summed = {}
+    for found in loads:
+        for le, count in (found.get("ttft_buckets") or {}).items():
+            summed[le] = summed.get(le, 0.0) + count
+    pairs = [(float("inf") if le == "+Inf" else float(le), count) for le, count in summed.items()]
+    return quantile(0.5, pairs), quantile(0.95, pairs), summed.get("+Inf", 0.0)

@@ -178,12 +178,11 @@ def load_line(name, found, recent, address):
     if "p50" in mine or "p95" in mine:
         return line + ", time to first token p50 %s / p95 %s (last %s, Prometheus on %s)" % (
             _seconds(mine.get("p50")), _seconds(mine.get("p95")), TTFT_WINDOW, address)
-    requests = sum(l["requests"] for l in loads)
-    if len(loads) == 1 and requests:
-        return line + ", time to first token p50 %s / p95 %s (since the engine started, %d requests)" % (
-            _seconds(loads[0]["ttft_p50"]), _seconds(loads[0]["ttft_p95"]), requests)
-    return line + ", time to first token: %s" % ("no request yet" if not requests else
-                                                 "see each server's /metrics (several servers)")
+    p50, p95, requests = engine_metrics.merged_quantiles(loads)
+    if not requests:
+        return line + ", time to first token: no request yet"
+    return line + ", time to first token p50 %s / p95 %s (since the engine%s started, %d requests)" % (
+        _seconds(p50), _seconds(p95), "s" if len(loads) > 1 else "", requests)
 
 
 def _seconds(value):

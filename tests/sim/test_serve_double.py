@@ -370,6 +370,25 @@ def test_an_hccl_base_port_in_use_fails(sim):
 
 # --- prefill/decode disaggregation (kv_connector_sim.py: vllm-ascend 0.23.0's MooncakeConnectorV1) ---------------
 
+def kv_ports(count=2, start=21000):
+    """The first of COUNT consecutive free ports below the kernel's ephemeral range (a pool binds kv_port up to
+    kv_port + its ranks: an ephemeral port next to a free one may be taken by any connection meanwhile)."""
+    for first in range(start, 31000, 16):
+        probes = []
+        try:
+            for port in range(first, first + count):
+                probe = socket.socket()
+                probes.append(probe)
+                probe.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+    raise AssertionError("no %d free consecutive ports in %d-31000" % (count, start))
+
+
 def kv_config(role, kv_port, **extra):
     sizes = {"prefill": {"tp_size": 2, "dp_size": 1}, "decode": {"tp_size": 1, "dp_size": 1}}
     config = {"kv_connector": "MooncakeConnectorV1", "kv_role": role, "kv_port": kv_port,
@@ -397,9 +416,9 @@ def prefill_request(prompt="I am"):
 
 
 def test_prefill_answers_kv_params_and_the_decode_pulls_from_its_port(sim, tmp_path):
-    kv_port = free_port()
+    kv_port = kv_ports()
     prefill, prefill_proc = start_pool(sim, tmp_path, "kv_producer", "0,1", 2, kv_port)
-    decode, decode_proc = start_pool(sim, tmp_path, "kv_consumer", "2", 1, free_port())
+    decode, decode_proc = start_pool(sim, tmp_path, "kv_consumer", "2", 1, kv_ports(1, start=kv_port + 16))
     # The producer binds kv_port .. kv_port + TP - 1 (one handshake port per worker).
     for port in (kv_port, kv_port + 1):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
@@ -432,10 +451,11 @@ def test_prefill_answers_kv_params_and_the_decode_pulls_from_its_port(sim, tmp_p
 
 
 def test_a_decode_whose_extra_config_differs_is_refused(sim, tmp_path):
-    kv_port = free_port()
+    kv_port = kv_ports()
     prefill, _proc = start_pool(sim, tmp_path, "kv_producer", "0,1", 2, kv_port)
-    decode, _decode = start_pool(sim, tmp_path, "kv_consumer", "2", 1, free_port(), kv_connector_extra_config={
-        "prefill": {"tp_size": 4, "dp_size": 1}, "decode": {"tp_size": 1, "dp_size": 1}})
+    differs = {"prefill": {"tp_size": 4, "dp_size": 1}, "decode": {"tp_size": 1, "dp_size": 1}}
+    decode, _decode = start_pool(sim, tmp_path, "kv_consumer", "2", 1, kv_ports(1, start=kv_port + 16),
+                                 kv_connector_extra_config=differs)
     params = get(prefill, "/v1/completions", body=prefill_request())[1]["kv_transfer_params"]
     status, answer = get(decode, "/v1/completions", body={"model": "qwen", "prompt": "I am",
                                                           "kv_transfer_params": params})
@@ -473,9 +493,9 @@ def test_llmdatadist_pools_read_the_rank_table_and_pull_on_the_rpc_port(sim, tmp
                                  "decode_device_list": [
                                      {"server_id": "127.0.0.1", "device_id": "2", "device_ip": "10.0.0.2",
                                       "cluster_id": "3"}]}))
-    rpc = free_port()
+    rpc = kv_ports(4)
     started = []
-    for role, devices, tp, port in (("kv_producer", "0,1", 2, rpc), ("kv_consumer", "2", 1, free_port())):
+    for role, devices, tp, port in (("kv_producer", "0,1", 2, rpc), ("kv_consumer", "2", 1, kv_ports(4, rpc + 16))):
         api = free_port()
         proc = sim.start("vllm", "serve", sim.model, "--served-model-name", "qwen", "--port", str(api), "--host",
                          "127.0.0.1", "--tensor-parallel-size", str(tp), "--kv-transfer-config",
