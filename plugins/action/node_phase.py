@@ -42,6 +42,7 @@ PHASES = {
     "serve_restart": (phase_restart.serve, phase_restart.SERVE_SETTINGS),
     "serve_rolling": (phase_restart.rolling, phase_restart.SERVE_SETTINGS),
     "teardown": (phase_teardown.desired, {}),
+    "remove_node": (phase_teardown.removed, phase_teardown.REMOVE_SETTINGS),
     "status": (phase_status.status, phase_status.SETTINGS),
     "status_report": (phase_status.report, {}),
     "cann_stage": (phase_cann.stage, phase_cann.SETTINGS),

@@ -13,7 +13,8 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.ascend.inference.plugins.module_utils import input_rules, plan_nodes, preflight_checks, reports
+from ansible_collections.ascend.inference.plugins.module_utils import (
+    hostnames, input_rules, plan_nodes, preflight_checks, reports)
 from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.plugin_utils import inventory
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
@@ -26,10 +27,22 @@ def _preflight(hostvars, host):
     return (facts.get(APPLIED) or {}).get("preflight")
 
 
-def monitor_of(host, variables, templar):
-    """A host of group ascend_monitor: the address it scrapes from, as a node's address is read."""
-    address = templar.template(variables.get("ascend_node_ip") or variables.get("ansible_host") or host)
-    return {"name": host, "address": str(address)}
+def monitor_of(host, variables):
+    """A host of group ascend_monitor: the address it scrapes from, read as a node's is."""
+    found = dict((name, variables[name]) for name in ("ascend_node_ip", "ansible_host") if name in variables)
+    return {"name": host, "address": str(hostnames.address(host, found))}
+
+
+def removal_problem(groups, removed):
+    """Why REMOVED (remove_node.yml's node) cannot be taken out, or None."""
+    if not removed:
+        return None
+    if removed not in (groups.get("ascend_cluster") or []):
+        return "node=%s is not a host of the group ascend_cluster: name the inventory host to take out" % removed
+    if removed in (groups.get("ascend_head") or []):
+        return ("node=%s is the cluster's head (group ascend_head): it cannot be taken out while it is; make another "
+                "host the head and deploy first" % removed)
+    return None
 
 
 class ActionModule(ActionBase):
@@ -47,8 +60,13 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=problems)
                 return result
         params = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        removed = params.get("removed_node")
         if from_inventory:
-            params["nodes"] = self.inventory_nodes(task_vars)
+            problem = removal_problem(task_vars.get("groups") or {}, removed)
+            if problem:
+                result.update(failed=True, msg=problem)
+                return result
+            params["nodes"] = self.inventory_nodes(task_vars, removed)
             if "extra_env" not in self._task.args:
                 # ascend_extra_env read here, not given as an argument: its secret values stay out of the task's.
                 params["extra_env"] = self._templar.template(task_vars.get("ascend_extra_env")) or {}
@@ -61,7 +79,7 @@ class ActionModule(ActionBase):
                 params["router_hosts"] = list(groups["ascend_router"])
             if params["monitors"] is None:
                 hostvars = task_vars.get("hostvars") or {}
-                params["monitors"] = [monitor_of(host, hostvars.get(host) or {}, self._templar)
+                params["monitors"] = [monitor_of(host, hostvars.get(host) or {})
                                       for host in groups.get("ascend_monitor") or []]
         # Secret variables reach the planner by name only, with what is wrong with their values.
         public, secret = input_rules.split_env(params["extra_env"])
@@ -70,6 +88,9 @@ class ActionModule(ActionBase):
         check_nodes = params.pop("check_nodes")
         result.update(answer(params))
         if result.get("failed"):
+            if removed:
+                result["msg"] = "without %s (node=%s), the cluster cannot be planned: %s" % (
+                    removed, removed, result["msg"])
             return result
         result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
         if check_nodes:
@@ -97,11 +118,11 @@ class ActionModule(ActionBase):
             return "\n- ".join(["inventory variables of the wrong type:"] + found)
         return None
 
-    def inventory_nodes(self, task_vars):
-        """parallel_plan's nodes from every host of ascend_cluster (not only this run's)."""
+    def inventory_nodes(self, task_vars, removed=None):
+        """parallel_plan's nodes from every host of ascend_cluster (not only this run's) but REMOVED."""
         groups, hostvars = task_vars["groups"], task_vars["hostvars"]
         nodes = []
-        for host in groups["ascend_cluster"]:
+        for host in [name for name in groups["ascend_cluster"] if name != removed]:
             variables = dict((name, hostvars[host][name]) for name in plan_nodes.VARIABLES if name in hostvars[host])
             detected = (_preflight(hostvars, host) or {}).get("detected")
             nodes.append(plan_nodes.node(host, host in groups["ascend_head"], variables, detected))

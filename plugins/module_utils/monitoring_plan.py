@@ -23,6 +23,8 @@ EXPORTER_UNIT = "ascend-npu-exporter.service"
 # npu-exporter's own range (cmd/npu-exporter/main.go, paramValid: "the port is invalid").
 EXPORTER_PORTS = (1025, 40000)
 JOBS = {"engines": "ascend-engine", "router": "ascend-router", "npu": "ascend-npu"}
+# Prometheus' own port on the monitoring hosts: the distribution package's default, which the role keeps.
+PROMETHEUS_PORT = 9090
 SINGLE = "default"
 
 
@@ -114,5 +116,6 @@ def section(plan, settings):
     monitors = [{"host": m["name"], "address": m["address"]} for m in settings["monitors"]]
     targets = {"engines": engine_targets(plan), "router": router_targets(plan), "npu": npu_targets(plan, exporter)}
     return {"exporter": exporter, "monitors": monitors, "jobs": dict(JOBS), "targets": targets,
+            "prometheus_port": PROMETHEUS_PORT,
             # The addresses the firewall admits to the scraped ports besides the members.
             "admitted": sorted(set(m["address"] for m in monitors) - members)}, problems

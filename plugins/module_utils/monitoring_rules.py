@@ -52,7 +52,7 @@ def settings_of(given):
 
 
 def groups(given=None):
-    """The rule file's groups: the recording rules, then the alerts."""
+    """The rule file's group: the recording rules, then the alerts."""
     t = settings_of(given)
     engine, npu = JOBS["engines"], JOBS["npu"]
     ttft = "histogram_quantile(0.95, sum by (%s, le) (rate(vllm:time_to_first_token_seconds_bucket[%s])))" % (
@@ -101,8 +101,9 @@ def groups(given=None):
                "over %s has been above %ss for %s." % (t["ttft_window"], _number(t["ttft_p95_seconds"]),
                                                        t["ttft_for"])),
     ]
-    return [{"name": "ascend-inference-records", "rules": [{"record": name, "expr": expr} for name, expr in RECORDS]},
-            {"name": "ascend-inference-alerts", "rules": alerts}]
+    # One group: Prometheus evaluates a group's rules in order, so the alerts read the records of the same evaluation
+    # (groups run concurrently: an alert in another group could read the record's previous value).
+    return [{"name": "ascend-inference", "rules": [{"record": name, "expr": expr} for name, expr in RECORDS] + alerts}]
 
 
 def _number(value):

@@ -2,7 +2,7 @@
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The hostnames phase's desired state: this node's host name and the /etc/hosts block naming every node of
-the cluster (not only this run's: a run with --limit keeps the others' lines). Refused for every node when two
+the plan (not only this run's: a run with --limit keeps the others' lines; a node remove_node.yml takes out goes). Refused for every node when two
 would share a name or one is not a valid host name."""
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +23,8 @@ SETTINGS = {"strategy": "str", "manage_etc_hosts": "bool"}
 
 def desired(node, settings):
     """settings: strategy, manage_etc_hosts."""
-    hosts = sorted(set(node.group("ascend_cluster")) | set(node.play_hosts()))
+    # The plan's nodes: every host of ascend_cluster, but the one remove_node.yml takes out.
+    hosts = sorted(node.plan["cluster"]["node_order"])
     nodes = dict((host, dict((name, node.var(name, None, host=host)) for name in NODE_VARS)) for host in hosts)
     names = hostnames.names(nodes)
     problems = hostnames.problems(names, VALID_NAME)

@@ -138,23 +138,23 @@ def router_report(plan, hosts, applied):
     return lines, problems
 
 
-PROMETHEUS_PORT = 9090
 TTFT_WINDOW = "5m"
 
 
 def prometheus_ttft(node, plan):
     """({instance: {p50, p95}} over the last TTFT_WINDOW from the first monitoring host's Prometheus, its address),
     or ({}, None) without one or when it does not answer."""
-    monitors = (plan.get("monitoring") or {}).get("monitors") or []
-    if not monitors:
+    monitoring = plan.get("monitoring") or {}
+    if not monitoring.get("monitors"):
         return {}, None
-    address = monitors[0]["address"]
+    address = monitoring["monitors"][0]["address"]
     found = {}
     for key, q in (("p50", 0.5), ("p95", 0.95)):
         # An instance with several API servers: one quantile over all of them.
         query = "histogram_quantile(%s, sum by (instance, le) (ascend:vllm_time_to_first_token_seconds_bucket:rate5m))" % q
         answer = node.run("ansible.builtin.uri", {
-            "url": "http://%s:%d/api/v1/query?query=%s" % (address, PROMETHEUS_PORT, quote(query, safe="")),
+            "url": "http://%s:%d/api/v1/query?query=%s" % (address, monitoring["prometheus_port"],
+                                                           quote(query, safe="")),
             "timeout": 10, "return_content": True, "status_code": [200]})
         if answer.get("status") != 200:
             return {}, None

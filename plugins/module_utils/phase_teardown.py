@@ -32,3 +32,21 @@ def desired(node, settings):
     # The router in front of them stops first: no request reaches an engine that is going.
     units.append({"name": router_plan.UNIT, "state": "stopped", "enabled": False})
     return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}
+
+
+REMOVE_SETTINGS = {"config_dir": "str", "exporter_program": "str"}
+
+
+def removed(node, settings):
+    """remove_node.yml's phase on the node it takes out: every unit of the collection stopped, disabled and its
+    file removed (the router and serve first, as a teardown), then the collection's configuration directory and the
+    NPU exporter's program; no Ray or serve process left. Installed software (CANN, the engine, Ray) stays.
+    settings: config_dir (ascend_config_dir), exporter_program (npu_exporter_program)."""
+    stopped = desired(node, {})["apply"]
+    units, absent = [], []
+    for unit in stopped["units"]:
+        path = "%s/%s" % (planner.UNIT_DIR, unit["name"])
+        units.append({"name": unit["name"], "file": path, "state": "absent"})
+        absent.append(path)
+    absent += [settings["config_dir"], settings["exporter_program"]]
+    return {"apply": {"units": units, "absent": absent, "leftovers": stopped["leftovers"]}, "record": {"removed": True}}

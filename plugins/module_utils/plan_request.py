@@ -90,8 +90,11 @@ ARGUMENT_SPEC = dict(
     npu_exporter_port=dict(type="int", default=monitoring_plan.DEFAULTS["npu_exporter_port"]),
     monitors=dict(type="list", elements="dict", options=dict(name=dict(type="str", required=True),
                                                              address=dict(type="str", required=True))),
+    removed_node=dict(type="str"),
 )
 MONITORING_OPTIONS = ("npu_exporter_enabled", "npu_exporter_port", "monitors")
+# The action's alone: the host remove_node.yml takes out, left out of the nodes it reads from the inventory.
+ACTION_OPTIONS = ("removed_node",)
 ROUTER_OPTIONS = ("router_enabled", "router_hosts", "router_port", "router_metrics_port")
 FLEET_OPTIONS = ROUTER_OPTIONS + ("pd_proxy_dir",)
 
@@ -127,7 +130,7 @@ def answer(params):
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
                 if k not in ("nodes", "model_config_path", "instances", "instances_use") + FLEET_OPTIONS
-                + MONITORING_OPTIONS}
+                + MONITORING_OPTIONS + ACTION_OPTIONS}
     monitoring_settings = dict((key, params.get(key)) for key in MONITORING_OPTIONS)
     router = router_plan.settings_of(params)
     settings["model_config"] = model_config

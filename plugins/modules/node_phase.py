@@ -50,7 +50,8 @@ options:
       - V(ray), V(serve) - the processes, on the host or in the engine container.
       - V(router) - the endpoint in front of the instances (HAProxy) on the plan's router hosts.
       - V(ray_restart), V(serve_restart) - restart.yml's phases (V(serve_rolling), once - the instances to restart one
-        at a time behind the router); V(teardown) - every service stopped and disabled.
+        at a time behind the router); V(teardown) - every service stopped and disabled; V(remove_node) - on the node
+        C(playbooks/remove_node.yml) takes out, every unit and the collection's files removed.
       - V(status), V(status_report) - status.yml's reads (V(status_report) once for the play).
       - V(cann_stage) - where each of C(cann_packages) comes from and where the node keeps it (registered).
       - V(npu_exporter) - Huawei's NPU exporter as a unit on the node; V(monitoring) - Prometheus' configuration,
@@ -60,8 +61,8 @@ options:
     type: str
     required: true
     choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, monitoring, node_env,
-              npu_exporter, npu_ping, npu_query, npu_report, preflight, ray, ray_install, ray_restart, ray_token, router,
-              serve, serve_restart, serve_rolling, status, status_report, teardown]
+              npu_exporter, npu_ping, npu_query, npu_report, preflight, ray, ray_install, ray_restart, ray_token,
+              remove_node, router, serve, serve_restart, serve_rolling, status, status_report, teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict

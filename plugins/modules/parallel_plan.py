@@ -272,6 +272,12 @@ options:
         description: The address it scrapes from.
         type: str
         required: true
+  removed_node:
+    description:
+      - A host of C(ascend_cluster) left out of the nodes read from the inventory (C(playbooks/remove_node.yml)'s
+        C(node)). The head is refused; an instance or layout that needs the host fails the plan with its reason.
+      - Ignored with O(nodes).
+    type: str
   nodes:
     description:
       - The cluster's nodes, head included, in inventory order.
@@ -591,9 +597,9 @@ pd:
 monitoring:
   description:
     - What Prometheus scrapes - C(exporter) (C(enabled), C(port), C(unit), C(hosts), C(addresses)), C(monitors)
-      (C(host), C(address)), C(admitted) (the monitors' addresses that are no member's), C(jobs) (job name per
-      target kind) and C(targets) (C(engines), C(router), C(npu) - Prometheus file-based service discovery groups,
-      each C(targets) and C(labels)).
+      (C(host), C(address)), C(admitted) (the monitors' addresses that are no member's), C(prometheus_port)
+      (Prometheus' port on them), C(jobs) (job name per target kind) and C(targets) (C(engines), C(router),
+      C(npu) - Prometheus file-based service discovery groups, each C(targets) and C(labels)).
   returned: success
   type: dict
 allocation:

@@ -143,3 +143,24 @@ def test_example_12_plans_the_tutorials_prefill_and_decode_pools(run_plan):
                                                        "decode": {"tp_size": 1, "dp_size": 32, "pp_size": 1}}
         assert entry["env"]["VLLM_HOST_IP"] == "192.0.2.%d" % (21 + ["p1", "p2", "d1", "d2"].index(host))
     assert "ascend-pd-r1.service" in proc.stdout, proc.stdout
+
+
+def test_a_node_to_remove_is_planned_without_or_refused_with_the_reason(run_plan, tmp_path):
+    """remove_node.yml's plan (plan_removed_node): the head is refused, a host an instance still names is refused
+    with the planner's reason, an unknown name is refused; a node no instance needs is left out of the plan."""
+    proc, _plans = run_plan(EXAMPLE, "-e", "plan_removed_node=node1")
+    assert proc.returncode != 0
+    assert ("node=node1 is the cluster's head (group ascend_head): it cannot be taken out while it is; make another "
+            "host the head and deploy first") in proc.stdout, proc.stdout
+    proc, _plans = run_plan(EXAMPLE, "-e", "plan_removed_node=node3")
+    assert proc.returncode != 0
+    assert ("without node3 (node=node3), the cluster cannot be planned: invalid layout:\\n- ascend_instances.big.hosts "
+            "names node3, not in group ascend_cluster (node1, node2)") in proc.stdout, proc.stdout
+    proc, _plans = run_plan(EXAMPLE, "-e", "plan_removed_node=node9")
+    assert proc.returncode != 0 and "node=node9 is not a host of the group ascend_cluster" in proc.stdout
+    # big moved off node3: node3 holds nothing, and the plan is made without it.
+    moved = ('{"ascend_instances": {"big": {"model": "/models/big", "hosts": ["node2"], "npus_per_host": 4, '
+             '"tensor_parallel_size": 4}}}')
+    proc, plans = run_plan(EXAMPLE, "-e", "plan_removed_node=node3", "-e", moved)
+    assert proc.returncode == 0, proc.stdout
+    assert sorted(plans) == ["node1", "node2"]

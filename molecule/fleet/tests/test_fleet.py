@@ -18,7 +18,7 @@ import time
 import urllib.parse
 
 from http_call import call
-from serve_checks import INVENTORY, PROJECT, address_of, flags, node, playbook, request
+from serve_checks import INVENTORY, PROJECT, address_of, flags, node, playbook, recap, request
 
 import pytest
 import testinfra.utils.ansible_runner
@@ -499,23 +499,31 @@ def test_restart_takes_the_instance_it_is_given():
             assert after[(name, instance)] == was, (name, instance)
 
 
+# What is left after the removal below: chat-b and embed, pinned (devices, api_port), on fleet-n1 and fleet-n2.
+LEFT = {"ascend_instances": {
+    "chat-b": {"served_model_name": "qwen", "hosts": [N2], "devices": {N2: [0, 1, 2, 3]}, "api_port": 8000,
+               "tensor_parallel_size": 4},
+    "embed": {"model": "/models/embed", "hosts": [N1, N2], "devices": {N1: [4, 5], N2: [4, 5]},
+              "api_port": 8001, "tensor_parallel_size": 2, "data_parallel_size": 2,
+              "extra_env": {"EMBED_TOKEN": EMBED_TOKEN}},
+}}
+
+
+def with_left(*args):
+    """A playbook run with the instances of LEFT: (rc, output)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
+        json.dump(LEFT, handle)
+        handle.flush()
+        return playbook(*(args + ("-e", "@" + handle.name)))
+
+
 def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     # chat-a shares fleet-n1 with embed, big is alone on fleet-n3; chat-b and embed are pinned (devices, api_port).
-    left = {"ascend_instances": {
-        "chat-b": {"served_model_name": "qwen", "hosts": [N2], "devices": {N2: [0, 1, 2, 3]}, "api_port": 8000,
-                   "tensor_parallel_size": 4},
-        "embed": {"model": "/models/embed", "hosts": [N1, N2], "devices": {N1: [4, 5], N2: [4, 5]},
-                  "api_port": 8001, "tensor_parallel_size": 2, "data_parallel_size": 2,
-                  "extra_env": {"EMBED_TOKEN": EMBED_TOKEN}},
-    }}
     kept = {(N1, "embed"): pid(node(N1), "embed"), (N2, "embed"): pid(node(N2), "embed"),
             (N2, "chat-b"): pid(node(N2), "chat-b")}
     router_pid = int(node(N1).check_output("systemctl show -p MainPID --value ascend-router.service"))
     prometheus_pid = int(node(MON).check_output("systemctl show -p MainPID --value prometheus.service"))
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
-        json.dump(left, handle)
-        handle.flush()
-        rc, out = playbook("deploy.yml", "--tags", "ray,serve,router,monitoring", "-e", "@" + handle.name)
+    rc, out = with_left("deploy.yml", "--tags", "ray,serve,router,monitoring")
     assert rc == 0, out
     for name, instance in ((N3, "big"), (N1, "chat-a"), (N2, "pd-prefill"), (N3, "pd-decode")):
         host = node(name)
@@ -552,3 +560,34 @@ def test_instances_removed_from_the_inventory_are_stopped_and_removed():
     wait_for(lambda: sorted(set(t["labels"]["instance"] for t in prometheus("/api/v1/targets?state=active")[
         "activeTargets"] if t["labels"]["job"] == "ascend-engine")) == ["chat-b", "embed"], 60,
         lambda: prometheus("/api/v1/targets?state=active"))
+
+
+def test_a_node_no_instance_needs_any_more_is_taken_out():
+    """After the removal above fleet-n3 holds no instance: remove_node.yml takes it out of the cluster."""
+    gone = address_of(node(N3))
+    rc, out = with_left("remove_node.yml", "-e", "node=" + N3)
+    assert rc == 0, out
+    for name in (N1, N2):
+        hosts = node(name).file("/etc/hosts").content_string
+        block = hosts.split("BEGIN ascend.inference cluster nodes")[1].split("END ascend.inference")[0]
+        assert N3 not in block and N1 in block, (name, hosts)
+        members = node(name).check_output("nft list set inet ascend_inference members")
+        assert gone not in members and address_of(node(N1)) in members, (name, members)
+    # Its units and the collection's files went, its firewall table with them; the installed engine stays.
+    host = node(N3)
+    for unit in ("ascend-firewall.service", "ascend-npu-exporter.service"):
+        assert not host.file("/etc/systemd/system/" + unit).exists, unit
+        assert host.run("systemctl is-active %s" % unit).stdout.strip() != "active", unit
+    assert not host.file("/etc/ascend-inference").exists
+    assert not host.file("/usr/local/bin/ascend-npu-exporter").exists
+    assert host.run("nft list table inet ascend_inference").rc != 0
+    assert host.file("/opt/ascend-inference/venv/bin/vllm").exists
+    # Prometheus no longer scrapes its exporter; the others are still served through the router.
+    npus = json.loads(node(MON).file("/etc/prometheus/ascend-inference/targets/npu.json").content_string)
+    assert sorted(group["labels"]["node"] for group in npus) == [N1, N2]
+    assert complete("qwen")[0] == 200 and complete("/models/embed")[0] == 200
+    # A second run changes nothing; the head cannot be taken out.
+    rc, out = with_left("remove_node.yml", "-e", "node=" + N3)
+    assert rc == 0 and set(recap(out).values()) == {0}, out
+    rc, out = with_left("remove_node.yml", "-e", "node=" + N1)
+    assert rc != 0 and "node=fleet-n1 is the cluster's head (group ascend_head)" in out, out

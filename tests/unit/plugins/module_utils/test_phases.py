@@ -347,6 +347,18 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
                                              "load_balance_proxy_[a-z_]*server_example")
 
 
+def test_a_node_taken_out_loses_every_unit_and_the_collections_files():
+    listed = {"ansible.builtin.find": {"files": [{"path": "/etc/systemd/system/ascend-serve-chat.service"}]}}
+    state = phase_teardown.removed(FakeNode("h", make_plan(), run=listed),
+                                   {"config_dir": "/etc/x", "exporter_program": "/usr/local/bin/e"})["apply"]
+    names = [u["name"] for u in state["units"]]
+    assert "ascend-serve-chat.service" in names and "ascend-npu-exporter.service" in names
+    assert all(u["state"] == "absent" and u["file"] == "/etc/systemd/system/" + u["name"] for u in state["units"])
+    # Each unit's file, then the configuration and the exporter's program; no Ray or serve process may stay.
+    assert state["absent"] == [u["file"] for u in state["units"]] + ["/etc/x", "/usr/local/bin/e"]
+    assert state["leftovers"]["pattern"].startswith("raylet|")
+
+
 def test_merge_appends_and_keeps_one_of_each():
     state = phase_runtime.merge({"absent": ["/a"], "units": [{"name": "x"}]},
                                 {"absent": ["/a", "/b"], "units": [{"name": "y"}], "commands": []})
