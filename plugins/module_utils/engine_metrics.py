@@ -73,7 +73,8 @@ def quantile(q, buckets):
 def load(text):
     """What an API server's /metrics says of its load since it started: running and waiting requests (summed over
     its engines), the KV cache's use (its fullest engine; vLLM 0.9.1 names it gpu_cache_usage_perc), and the time to
-    first token's p50 and p95 with the number of requests they cover. None where the page has no vLLM gauges."""
+    first token's buckets (merged_quantiles reads them, over one server or several). None where the page has no vLLM
+    gauges."""
     found = samples(text)
     gauges = in_flight(text)
     if not gauges:
@@ -85,13 +86,11 @@ def load(text):
         if name == TTFT_BUCKET and "le" in labels:
             bound = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
             buckets[bound] = buckets.get(bound, 0.0) + value
-    pairs = list(buckets.items())
     return {"running": gauges.get(GAUGES[0], 0.0), "waiting": gauges.get(GAUGES[1], 0.0),
-            "kv_cache": max(kv) if kv else None, "ttft_p50": quantile(0.5, pairs), "ttft_p95": quantile(0.95, pairs),
-            "requests": buckets.get(float("inf"), 0.0),
-            # The buckets themselves, by their le text (JSON has no infinity), to sum several servers' (merged()).
+            "kv_cache": max(kv) if kv else None,
+            # By their le text (JSON has no infinity): status.yml keeps them in ascend_applied.
             "ttft_buckets": dict(("+Inf" if bound == float("inf") else repr(bound), count)
-                                 for bound, count in pairs)}
+                                 for bound, count in buckets.items())}
 
 
 def merged_quantiles(loads):

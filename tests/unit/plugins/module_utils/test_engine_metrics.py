@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils.engine_metrics import in_flight, load, quantile
+from ansible_collections.ascend.inference.plugins.module_utils.engine_metrics import in_flight, load, merged_quantiles, quantile
 
 METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
@@ -50,11 +50,12 @@ vllm:time_to_first_token_seconds_count{engine="0",model_name="qwen"} 10.0
 
 def test_load_sums_the_engines_and_reads_the_time_to_first_token_as_prometheus_would():
     found = load(HISTOGRAM)
-    assert (found["running"], found["waiting"], found["kv_cache"], found["requests"]) == (3.0, 3.0, 0.25, 20.0)
+    p50, p95, requests = merged_quantiles([found])
+    assert (found["running"], found["waiting"], found["kv_cache"], requests) == (3.0, 3.0, 0.25, 20.0)
     # Summed over the engines: 10 of 20 under 1 s -> p50 is 1.0 (rank 10, the bucket's upper bound; Prometheus
     # interpolates 0.1 + 0.9 x (10 - 0) / 10). p95: rank 19, bucket (1, 10] holds 10..19 -> 1 + 9 x 9 / 9 = 10.
-    assert found["ttft_p50"] == 1.0
-    assert found["ttft_p95"] == 10.0
+    assert p50 == 1.0
+    assert p95 == 10.0
 
 
 def test_quantiles_follow_histogram_quantile():
@@ -67,5 +68,5 @@ def test_quantiles_follow_histogram_quantile():
 def test_vllm_0_9_1_names_the_kv_cache_gpu_cache_usage_perc():
     old = METRICS.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
     assert load(old)["kv_cache"] == 0.25
-    assert load(old)["ttft_p50"] is None
+    assert merged_quantiles([load(old)])[0] is None
     assert load("<html>Not Found</html>") is None

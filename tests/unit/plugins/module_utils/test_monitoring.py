@@ -266,7 +266,7 @@ def test_a_plan_without_monitoring_is_refused_with_what_to_do():
 def test_the_load_line_says_where_its_time_to_first_token_comes_from():
     from ansible_collections.ascend.inference.plugins.module_utils import phase_status
     # 12 requests: 6 under 0.5 s, 6 between 0.5 and 2.5 s.
-    load = {"running": 2.0, "waiting": 1.0, "kv_cache": 0.25, "requests": 12.0,
+    load = {"running": 2.0, "waiting": 1.0, "kv_cache": 0.25,
             "ttft_buckets": {"0.5": 6.0, "2.5": 12.0, "+Inf": 12.0}}
     found = {"n1": {"load": load}, "n2": {}}
     assert phase_status.load_line("chat", found, {}, None) == (
@@ -282,6 +282,6 @@ def test_the_load_line_says_where_its_time_to_first_token_comes_from():
     assert phase_status.load_line("chat", found, recent, "10.0.0.9").endswith(
         "time to first token p50 0.125 s / p95 0.25 s (last 5m, Prometheus on 10.0.0.9)")
     assert phase_status.load_line("chat", {"n1": {"load": None}}, {}, None) == "load chat: no /metrics read"
-    idle = dict(load, requests=0.0, ttft_buckets={"0.5": 0.0, "+Inf": 0.0})
+    idle = dict(load, ttft_buckets={"0.5": 0.0, "+Inf": 0.0})
     line = phase_status.load_line("chat", {"n1": {"load": idle}}, {}, None)
     assert line.endswith("time to first token: no request yet")
