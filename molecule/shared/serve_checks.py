@@ -98,3 +98,20 @@ def wait_healthy(host, api_ip, seconds):
             return
         time.sleep(2)
     raise AssertionError("http://%s:%d/health not 200 after %d s" % (api_ip, PORT, seconds))
+
+
+def reboot(name):
+    """podman restart: the node's processes end and systemd boots again (the enabled units start)."""
+    subprocess.run(["podman", "restart", "--time", "5", name], check=True, capture_output=True, timeout=120)
+
+
+def recovered(host, api_ip, model, seconds, key=None):
+    """The seconds until a 4-token completion from HOST through API_IP answers 200, at most SECONDS."""
+    began = time.time()
+    while True:
+        status, answer = request(host, "http://%s:%d/v1/completions" % (api_ip, PORT),
+                                 {"model": model, "prompt": "I am", "max_tokens": 4}, key)
+        if status == 200:
+            return time.time() - began
+        assert time.time() - began < seconds, "no completion %d s after the restart: %s" % (seconds, answer)
+        time.sleep(3)

@@ -41,6 +41,7 @@ PHASES = {
     "ray_restart": (phase_restart.ray, phase_ray.SETTINGS),
     "serve_restart": (phase_restart.serve, phase_restart.SERVE_SETTINGS),
     "serve_rolling": (phase_restart.rolling, phase_restart.SERVE_SETTINGS),
+    "serve_group": (phase_restart.serve_group, {}),
     "teardown": (phase_teardown.desired, {}),
     "remove_node": (phase_teardown.removed, phase_teardown.REMOVE_SETTINGS),
     "status": (phase_status.status, phase_status.SETTINGS),

@@ -76,7 +76,7 @@ def vllm_version(engine, engine_version):
 
 
 def supported_vllm_versions():
-    return sorted(OPTION_TABLES, key=_key)
+    return sorted(OPTION_TABLES, key=version_key)
 
 
 def previous_vllm_version(version):
@@ -86,5 +86,6 @@ def previous_vllm_version(version):
     return ordered[index - 1] if index else None
 
 
-def _key(version):
+def version_key(version):
+    """VERSION ("0.23.0", "0.9.1rc2") as a tuple of its numbers, for comparisons."""
     return tuple(int(part) for part in re.findall(r"\d+", version))

@@ -263,7 +263,8 @@ def _instance_plan(name, settings, nodes, share, ports):
 
 
 def units(name):
-    return {"ray": "ascend-ray-%s.service" % name, "serve": "ascend-serve-%s.service" % name}
+    return {"ray": "ascend-ray-%s.service" % name, "serve": "ascend-serve-%s.service" % name,
+            "watchdog": "ascend-watchdog-%s.service" % name}
 
 
 def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None, pd_proxy_dir=None):

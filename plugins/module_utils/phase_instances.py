@@ -24,6 +24,9 @@ SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
 SERVE_ENV = re.compile(r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env")
 # The files node_env sweeps with instances: the single model's, and those of instances not on the node.
 NODE_ENV = re.compile(r"(node|secrets)(-[a-z0-9-]+)?\.env")
+# The serve watchdogs (phase_serve.watchdog), their configurations and program.
+WATCHDOG_UNIT = re.compile(r"ascend-watchdog(-[a-z0-9-]+)?\.service")
+WATCHDOG_FILES = re.compile(r"watchdog(-[a-z0-9-]+)?\.json|serve-watchdog\.py")
 # The prefill/decode proxies' units and environment files (pd_plan: ascend-pd-NAME.service, pd-NAME.env).
 PD_UNIT = re.compile(r"ascend-pd-[a-z0-9-]+\.service")
 PD_FILES = re.compile(r"pd-[a-z0-9-]+\.env|ranktable-[a-z0-9-]+\.json")
@@ -173,7 +176,14 @@ def _sweeping(node, settings, result, wanted_units, wanted_env, proxies, tables=
         wanted_units = list(wanted_units) + [plan["cluster"]["units"]["serve"]]
     state = result.get("apply") or {}
     keep_env = [posixpath.basename(path) for path in wanted_env]
+    watchdogs = [unit for unit in state.get("units") or []
+                 if WATCHDOG_UNIT.fullmatch(unit["name"]) and unit.get("state") == "started"]
+    watchdog_files = [posixpath.basename(path) for unit in watchdogs for path in unit["restart_on"][1:]]
     phase_runtime.merge(state, {"sweep": [
+        {"directory": plan["cluster"]["unit_dir"], "pattern": WATCHDOG_UNIT.pattern,
+         "keep": sorted(unit["name"] for unit in watchdogs), "units": True},
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": WATCHDOG_FILES.pattern,
+         "keep": sorted(set(watchdog_files))},
         {"directory": plan["cluster"]["unit_dir"], "pattern": SERVE_UNIT.pattern,
          "keep": sorted(wanted_units), "units": True},
         {"directory": settings["config_dir"].rstrip("/"), "pattern": SERVE_ENV.pattern, "keep": sorted(keep_env)},

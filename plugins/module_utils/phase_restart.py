@@ -12,6 +12,7 @@ __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.module_utils import phase_instances
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
+from ansible_collections.ascend.inference.plugins.module_utils import phase
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # instances: serve_restart_instances, a list or "a,b" as -e gives it.
@@ -91,3 +92,26 @@ def serve(node, settings):
     if node.plan["nodes"][node.host]["serve_argv"] is None:
         return {"apply": None, "record": {"restarted": False}}
     return {"apply": _restart(node, "serve"), "record": {"restarted": True}}
+
+
+def serve_group(node, settings):
+    """After the serve phase: where an mp data-parallel group spans nodes and the phase (re)started the serve unit of
+    some of its nodes only, the others restart too. vLLM takes a node into the group at start-up only: a node
+    restarted alone is never taken back by the running head, and a restarted head waits for nodes whose engines
+    still wait for the old one."""
+    views = phase_instances.views(node) if phase_instances.is_fleet(node.plan) else [(None, node)]
+    state, restarted = {}, []
+    for name, view in views:
+        plan = view.plan
+        cluster = plan["cluster"]
+        mine = plan["nodes"].get(node.host)
+        if (runtime.mode(plan) != "host" or cluster["launcher"] != "mp" or cluster["dp_rpc_port"] is None
+                or not mine or mine["serve_argv"] is None):
+            continue
+        unit = cluster["units"]["serve"]
+        started = dict((host, phase.stepped(node.applied("serve", host=host) or {}, unit, ("start", "restart")))
+                       for host, entry in plan["nodes"].items() if entry["serve_argv"] is not None)
+        if any(started.values()) and not started[node.host]:
+            runtime.merge(state, _restart(view, "serve"))
+            restarted.append(name or unit)
+    return {"apply": state if restarted else None, "record": {"restarted": restarted}}

@@ -9,14 +9,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
-from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils import engine_versions, service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
           "ansible-vault or -e @secrets.yml); clients then send \"Authorization: Bearer <key>\".")
 SETTINGS = {"python_env": "str", "executable": "str", "config_dir": "str", "restart_sec": "int", "node_env_file": "str",
-            "secrets_file": "str", "ray_env_file": "str"}
+            "secrets_file": "str", "ray_env_file": "str", "watchdog_enabled": "bool", "watchdog_interval": "int",
+            "watchdog_probe_timeout": "int", "watchdog_failures": "int"}
+WATCHDOG_PROGRAM = "serve-watchdog.py"
 
 
 def env_path(plan, settings):
@@ -101,6 +105,7 @@ def desired(node, settings):
     state["units"].append({"name": cluster["units"]["serve"], "file": unit, "state": "started",
                            "restart_on": [unit, serve_env]})
     state["account"] = runtime.account(plan, service_account.COMMENT)
+    runtime.merge(state, watchdog(node, settings, serve_env))
     # Ray's unit is written first by deploy.yml; a --tags serve run finds it as it is. A check run rewrote nothing.
     if ray and not node.check_mode:
         state["peers"] = [{"unit": cluster["units"]["ray"], "user": cluster["service"]["user"]}]
@@ -124,3 +129,71 @@ def unit_values(node, settings, serve_program, serve_env):
         "exec_start": runtime.command_line([serve_program] + plan_node["serve_argv"][1:]),
         "restart_sec": settings["restart_sec"],
     }
+
+
+def watchdog_config(plan, host, settings):
+    """What the serve watchdog of HOST watches (roles/serve/files/serve-watchdog.py), or None where none is needed.
+    An engine that spans nodes does not put itself back together after a node restarts: under mp, vLLM's
+    data-parallel handshake exists at start-up only; under Ray, vLLM 0.11 never notices a lost worker (0.23 exits,
+    and Restart=always brings it back). Ray's serve runs on the head only: so does its watchdog."""
+    cluster = plan["cluster"]
+    if not settings.get("watchdog_enabled", True) or not watched(cluster):
+        return None
+    for key in ("interval", "probe_timeout", "failures"):
+        if settings["watchdog_" + key] < 1:
+            raise Refused("%s: serve_watchdog_%s must be at least 1, not %s" % (host, key, settings["watchdog_" + key]))
+    nodes = plan["nodes"]
+    head = nodes[cluster["head"]]
+    # Under Ray, Ray places the ranks: the probe names no node.
+    rank_nodes = dict((str(rank), "placed by Ray") for rank in range(cluster["data_parallel_size"]))
+    for name, entry in nodes.items():
+        first = entry["data_parallel_start_rank"]
+        if first is not None:
+            for rank in range(first, first + entry["data_parallel_size_local"]):
+                rank_nodes[str(rank)] = name
+    release = engine_versions.version_key(cluster["vllm_version"] or "0")
+    return {
+        "role": "head" if nodes[host]["serves_api"] else "worker",
+        "serve_unit": cluster["units"]["serve"],
+        "head_url": "http://%s:%s" % (head["node_ip"], cluster["api_port"]),
+        "model": cluster["served_model_name"],
+        "ranks": list(range(cluster["data_parallel_size"])),
+        "rank_nodes": rank_nodes,
+        # vLLM 0.23 routes a request to the rank in X-data-parallel-rank (entrypoints/openai/engine/serving.py).
+        "rank_header": release >= (0, 23),
+        "interval": settings["watchdog_interval"],
+        "probe_timeout": settings["watchdog_probe_timeout"],
+        "failures": settings["watchdog_failures"],
+        "state_file": watchdog_state_file(plan),
+    }
+
+
+def watched(cluster):
+    """Whether the engine spans nodes (an mp data-parallel group across nodes, or Ray on several): a watchdog's."""
+    return cluster["dp_rpc_port"] is not None if cluster["launcher"] == "mp" else len(cluster["node_order"]) > 1
+
+
+def watchdog_state_file(plan):
+    """Where the serve watchdog keeps what it saw (status.yml reads it)."""
+    return "/run/%s.json" % plan["cluster"]["units"]["watchdog"][:-len(".service")]
+
+
+def watchdog(node, settings, serve_env):
+    """The serve watchdog's program, configuration and unit (root: it restarts the serve unit), where
+    watchdog_config gives one; else nothing (the serve sweep removes a watchdog no longer wanted)."""
+    plan = node.plan
+    config = watchdog_config(plan, node.host, settings)
+    if config is None:
+        return {}
+    cluster = plan["cluster"]
+    directory = settings["config_dir"].rstrip("/")
+    program = "%s/%s" % (directory, WATCHDOG_PROGRAM)
+    config_path = "%s/%s.json" % (directory, cluster["units"]["watchdog"][len("ascend-"):-len(".service")])
+    unit = runtime.unit_path(plan, "watchdog")
+    values = {"serve_unit": cluster["units"]["serve"], "env_file": serve_env,
+              "exec_start": runtime.command_line(["/usr/bin/python3", program, config_path])}
+    return {"files": [{"path": program, "mode": "0644", "source": "serve/" + WATCHDOG_PROGRAM},
+                      {"path": config_path, "mode": "0644", "content": json.dumps(config, indent=2, sort_keys=True) + "\n"},
+                      {"path": unit, "mode": "0644", "template": "serve/ascend-watchdog.service.j2", "values": values}],
+            "units": [{"name": cluster["units"]["watchdog"], "file": unit, "state": "started",
+                       "restart_on": [unit, config_path, program]}]}

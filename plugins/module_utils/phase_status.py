@@ -12,8 +12,11 @@ __metaclass__ = type
 import math
 from urllib.parse import quote
 
+import json
+import time
+
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    container, engine_metrics, monitoring_plan, phase_instances, phase_ray, reports)
+    container, engine_metrics, monitoring_plan, phase_instances, phase_ray, phase_serve, reports)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SETTINGS = {"config_dir": "str", "python_env": "str"}
@@ -49,6 +52,13 @@ def status(node, settings):
         units.update(container.process_units(told.get("stdout") or "", units.get(cluster["units"]["engine"], {}),
                                              cluster["units"]))
     record = {"units": units}
+    if phase_serve.watched(cluster) and mine["serve_argv"]:
+        # What the serve watchdog saw last (none when it is off or has not run yet).
+        seen = node.run("ansible.builtin.command", {"argv": ["cat", phase_serve.watchdog_state_file(plan)]})
+        try:
+            record["watchdog"] = json.loads(seen.get("stdout") or "null") if seen.get("rc") == 0 else None
+        except ValueError:
+            record["watchdog"] = None
     if mine["role"] == "head" and cluster["launcher"] == "ray":
         argv = phase_ray.probe_argv(plan, settings["config_dir"], settings["python_env"], program)
         ray = node.run("ansible.builtin.command", {"argv": argv})
@@ -138,6 +148,44 @@ def router_report(plan, hosts, applied):
     return lines, problems
 
 
+def watchdog_report(plan, found):
+    """(lines, problems) of an engine across nodes, from its watchdogs' state: the DP ranks that did not answer the
+    head's last 1-token completions, and (mp) the headless nodes whose engines started after the head's front-end
+    was up (vLLM's handshake is at start-up only: such engines are not part of the group)."""
+    head = plan["cluster"]["head"]
+    seen = (found.get(head) or {}).get("watchdog")
+    if not phase_serve.watched(plan["cluster"]) or not seen:
+        return [], []
+    lines, problems = [], []
+    when = time.strftime("%H:%M:%S", time.localtime(seen.get("checked") or 0))
+    unanswered = seen.get("unanswered") or []
+    nodes = dict((rank, host) for host, entry in plan["nodes"].items() if entry["data_parallel_start_rank"] is not None
+                 for rank in range(entry["data_parallel_start_rank"],
+                                   entry["data_parallel_start_rank"] + entry["data_parallel_size_local"]))
+    lines.append("watchdog on %s (%s): %s, %d restart(s) of %s" % (
+        head, when, "DP ranks %s unanswered" % unanswered if unanswered else
+        ("every DP rank answered" if seen.get("healthy_since") else "the API is not up"),
+        seen.get("restarts", 0), plan["cluster"]["units"]["serve"]))
+    if unanswered:
+        owners = ", ".join(sorted(set(nodes.get(rank, "placed by Ray") for rank in unanswered)))
+        problems.append("- DP rank(s) %s (on %s) did not answer the watchdog's 1-token completion at %s: the head's "
+                        "watchdog restarts %s on %s if they keep failing" % (
+                            ", ".join(str(rank) for rank in unanswered), owners, when,
+                            plan["cluster"]["units"]["serve"], head))
+    up = seen.get("healthy_since")
+    for host in plan["cluster"]["node_order"]:
+        started = ((found.get(host) or {}).get("watchdog") or {}).get("serve_started")
+        if host != head and up and started and started > up:
+            problems.append("- the engines on %s started at %s, after the head's front-end on %s was up (%s): vLLM "
+                            "takes a node into its data-parallel group at start-up only, so they serve nothing until "
+                            "the head restarts" % (host, _clock(started), head, _clock(up)))
+    return lines, problems
+
+
+def _clock(epoch):
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
 TTFT_WINDOW = "5m"
 
 
@@ -203,6 +251,10 @@ def report(node, settings):
             loads.append(load_line(name, found, recent, address))
             problems += ["- instance %s: %s" % (name, line[2:]) for line in
                          reports.status_problems(view.plan, hosts, found).splitlines()]
+            lines, found_problems = watchdog_report(view.plan, found)
+            if lines:
+                tables[-1] += "\n" + "\n".join(lines)
+            problems += ["- instance %s: %s" % (name, line[2:]) for line in found_problems]
         for summary in (router_report, pd_report):
             lines, found_problems = summary(plan, hosts, lambda host: node.applied("status", host=host))
             if lines:
@@ -217,8 +269,10 @@ def report(node, settings):
     found = dict((host, node.applied("status", host=host) or {})
                  for host in set(hosts) | set(plan["cluster"]["node_order"]))
     problems = reports.status_problems(plan, hosts, found)
-    table = reports.status_table(plan, hosts, found) + "\n" + load_line(monitoring_plan.SINGLE, found, recent,
-                                                                        address)
+    lines, watched = watchdog_report(plan, found)
+    problems = "\n".join(([problems] if problems else []) + watched)
+    table = "\n".join([reports.status_table(plan, hosts, found)] + lines + [
+        load_line(monitoring_plan.SINGLE, found, recent, address)])
     if problems:
         raise Refused(table + "\n" + problems)
     return {"apply": None, "record": None, "show": table}

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""teardown.yml's phase: an empty desired state - every service of the collection stopped and disabled (the router
-and serve first, then the engine container, Ray, the NPU exporter, the members-only firewall), and no Ray or serve process left. Unit files,
-configuration and software stay: deploy.yml starts everything again. Needs no plan (an inventory that no longer
-validates is still torn down)."""
+"""teardown.yml's phase: an empty desired state - every service of the collection stopped and disabled (the router,
+serve's watchdog and serve first, then the engine container, Ray, the NPU exporter, the members-only firewall), and
+no Ray or serve process left. Unit files, configuration and software stay: deploy.yml starts everything again.
+Needs no plan (an inventory that no longer validates is still torn down)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,7 +13,7 @@ __metaclass__ = type
 from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, phase_instances, planner, router_plan
 
 # Start order: node_apply stops them in reverse.
-ORDER = ("firewall", "ray", "engine", "serve")
+ORDER = ("firewall", "ray", "engine", "serve", "watchdog")
 LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve|load_balance_proxy_[a-z_]*server_example"
 
 
@@ -25,7 +25,7 @@ def desired(node, settings):
     # first).
     # The prefill/decode proxies (ascend-pd-NAME) stop before the pools.
     for pattern, single in ((phase_instances.RAY_UNIT, "ray"), (phase_instances.SERVE_UNIT, "serve"),
-                            (phase_instances.PD_UNIT, None)):
+                            (phase_instances.WATCHDOG_UNIT, "watchdog"), (phase_instances.PD_UNIT, None)):
         found = [name for name in phase_instances.listed(node, planner.UNIT_DIR, pattern)
                  if single is None or name != planner.UNITS[single]]
         units += [{"name": name, "state": "stopped", "enabled": False} for name in found]

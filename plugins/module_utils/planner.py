@@ -89,7 +89,7 @@ CONFIG_FILES = {"node_env_file": "node.env", "secrets_env_file": "secrets.env", 
 # The systemd units the roles install, by job; every role, status.yml and teardown.yml read the names from
 # the plan's cluster.units.
 UNITS = {"ray": "ascend-ray.service", "serve": "ascend-serve.service", "engine": container.UNIT,
-         "firewall": "ascend-firewall.service"}
+         "firewall": "ascend-firewall.service", "watchdog": "ascend-watchdog.service"}
 UNIT_DIR = "/etc/systemd/system"
 
 # config.json keys that hold the number of routed experts, by model family.

@@ -509,6 +509,11 @@ cluster:
         firewall:
           description: The members-only firewall's unit, C(ascend-firewall.service).
           type: str
+        watchdog:
+          description: >-
+            The serve watchdog's unit, C(ascend-watchdog.service), on the nodes of an mp data-parallel group that
+            spans nodes (host mode).
+          type: str
     unit_dir:
       description: Where the units are written, C(/etc/systemd/system).
       type: str

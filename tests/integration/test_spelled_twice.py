@@ -29,11 +29,11 @@ def test_teardown_stops_the_plans_units_serve_first():
             return {"files": []}
 
     state = phase_teardown.desired(NoPlan(), {})["apply"]
-    # Given in start order: node_apply stops them in reverse, the router in front of serve first, the NPU exporter
-    # after the engines.
+    # Given in start order: node_apply stops them in reverse, the router in front of serve first (serve's watchdog
+    # before the serve it would restart), the NPU exporter after the engines.
     assert [unit["name"] for unit in reversed(state["units"])] == [router_plan.UNIT] + [
-        planner.UNITS[job] for job in ("serve", "engine", "ray")] + [monitoring_plan.EXPORTER_UNIT,
-                                                                     planner.UNITS["firewall"]]
+        planner.UNITS[job] for job in ("watchdog", "serve", "engine", "ray")] + [monitoring_plan.EXPORTER_UNIT,
+                                                                                 planner.UNITS["firewall"]]
 
 
 def test_the_support_bundle_reads_the_plans_host_units():

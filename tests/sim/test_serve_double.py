@@ -195,25 +195,99 @@ def test_streams_events_and_counts_what_runs(sim):
     assert running(port) == [0.0]
 
 
-def test_mp_head_serves_once_every_rank_registered_in_any_order(sim):
+def mp_common(rpc, dp=4):
+    return ["--data-parallel-size", str(dp), "--data-parallel-size-local", "2", "--data-parallel-address",
+            "127.0.0.1", "--data-parallel-rpc-port", str(rpc)]
+
+
+def completion(port, rank=None, timeout=5):
+    """A 1-token completion, to DP rank RANK where given (vLLM 0.23's X-data-parallel-rank header)."""
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port,
+                                     data=json.dumps({"model": "qwen", "prompt": "hi", "max_tokens": 1}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    if rank is not None:
+        request.add_header("X-data-parallel-rank", str(rank))
+    with urllib.request.urlopen(request, timeout=timeout) as answer:
+        return answer.status
+
+
+def mp_group(sim, version, model=None):
+    """A head (ranks 0-1) and a headless node (2-3) of one DP group, serving; returns (port, rpc, head, worker)."""
     port, rpc = free_port(), free_port()
-    common = ["--data-parallel-size", "4", "--data-parallel-size-local", "2", "--data-parallel-address", "127.0.0.1",
-              "--data-parallel-rpc-port", str(rpc)]
-    worker = sim.start("vllm-mindspore", "serve", sim.model, "--headless", "--data-parallel-start-rank", "2", *common)
+    model = model or sim.model
+    worker = sim.start("vllm", "serve", model, "--headless", "--data-parallel-start-rank", "2", *mp_common(rpc),
+                       ASCEND_SIM_VLLM_VERSION=version, HCCL_IF_IP="127.0.0.1")
     time.sleep(1)  # the headless node starts first and keeps trying
     assert worker.poll() is None
-    head = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--host", "127.0.0.1", *common)
+    head = sim.start("vllm", "serve", model, "--served-model-name", "qwen", "--port", str(port), "--host",
+                     "127.0.0.1", *mp_common(rpc), ASCEND_SIM_VLLM_VERSION=version, HCCL_IF_IP="127.0.0.1")
     assert wait_http(port, head)[0] == 200
-    # A second node claiming the same ranks is refused; so is one without a start rank (0).
+    return port, rpc, head, worker
+
+
+def test_mp_head_serves_once_every_rank_registered_in_any_order(sim):
+    port, rpc = free_port(), free_port()
+    common = mp_common(rpc, dp=6)
+    sim.start("vllm-mindspore", "serve", sim.model, "--headless", "--data-parallel-start-rank", "2", *common)
+    time.sleep(1)
+    head = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--host", "127.0.0.1", *common)
+    time.sleep(2)  # the first node retries every second: it registers before the next one tries
+    # While the head still waits (ranks 4-5), a node claiming taken ranks is refused; so is one without a start rank.
     for start in (["--data-parallel-start-rank", "2"], []):
         code, output = sim.run("vllm-mindspore", "serve", sim.model, "--headless", *(start + common))
         assert code == 1 and "refused this node" in output and "overlap" in output, output
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        get(port, "/health")
+    sim.start("vllm-mindspore", "serve", sim.model, "--headless", "--data-parallel-start-rank", "4", *common)
+    assert wait_http(port, head)[0] == 200
+
+
+def test_mp_a_restarted_headless_node_never_joins_and_exits_0(sim):
+    """vLLM's handshake exists at start-up only (the module docstring of vllm_sim.py cites the lines)."""
+    port, rpc, head, worker = mp_group(sim, "0.23.0")
     worker.kill()
     worker.communicate()
-    deadline = time.time() + 10
-    while get(port, "/health")[0] != 503 and time.time() < deadline:
-        time.sleep(0.2)
-    assert get(port, "/health")[0] == 503, "a lost headless node must show in /health"
+    code, output = sim.run("vllm", "serve", sim.model, "--headless", "--data-parallel-start-rank", "2",
+                           *mp_common(rpc), ASCEND_SIM_VLLM_VERSION="0.23.0", ASCEND_SIM_HANDSHAKE_TIMEOUT="3",
+                           HCCL_IF_IP="127.0.0.1")
+    assert code == 0 and "Did not receive response from front-end process within 0.05 minutes" in output, output
+    assert get(port, "/health")[0] == 200, "/health does not see a remote node's engines"
+
+
+def test_mp_0_23_dense_request_to_a_lost_rank_hangs_and_others_answer(sim):
+    port, rpc, head, worker = mp_group(sim, "0.23.0")
+    assert [completion(port, rank) for rank in range(4)] == [200] * 4
+    worker.kill()
+    worker.communicate()
+    time.sleep(0.5)
+    assert completion(port, 1) == 200
+    with pytest.raises((TimeoutError, urllib.error.URLError)):
+        completion(port, 3, timeout=2)
+    assert head.poll() is None and get(port, "/health")[0] == 200
+
+
+@pytest.mark.parametrize("version,moe", [("0.11.0", False), ("0.23.0", True)])
+def test_mp_lock_step_head_exits_on_the_next_request_after_a_loss(sim, tmp_path, version, moe):
+    model = tmp_path / "moe"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"n_routed_experts": 8} if moe else {}))
+    port, rpc, head, worker = mp_group(sim, version, str(model))
+    assert completion(port) == 200
+    worker.kill()
+    worker.communicate()
+    time.sleep(0.5)
+    with pytest.raises((ConnectionError, urllib.error.URLError)):
+        completion(port, 0)
+    assert head.wait(timeout=10) == 1
+    assert "all-reduce with ranks [2, 3] failed" in head.communicate()[1]
+
+
+def test_mp_a_headless_node_whose_head_went_away_waits(sim):
+    port, rpc, head, worker = mp_group(sim, "0.11.0")
+    head.kill()
+    head.communicate()
+    time.sleep(2)
+    assert worker.poll() is None, "vLLM's headless engines are not told that the front-end is gone"
 
 
 def test_mp_head_refuses_ranks_outside_dp(sim):
@@ -261,24 +335,25 @@ def test_api_server_count_1_on_a_headless_node_passes_before_0_23(sim):
                      "--data-parallel-size", "2", "--data-parallel-size-local", "1", "--data-parallel-address",
                      "127.0.0.1", "--data-parallel-rpc-port", str(rpc), ASCEND_SIM_HANDSHAKE_TIMEOUT="2")
     out, err = proc.communicate(timeout=30)
-    assert "cannot be used with --headless" not in err and "timed out connecting to the DP coordinator" in err, err
+    assert "cannot be used with --headless" not in err and "Did not receive response from front-end" in err, err
 
 
 @pytest.mark.parametrize("version,start,hybrid", [("0.11.0", "0", False), ("0.11.0", "1", True),
                                                   ("0.23.0", "0", True), ("0.9.1", "1", False)])
 def test_a_start_rank_on_the_head_switches_to_hybrid_load_balancing(sim, version, start, hybrid):
-    """Hybrid LB: the head serves its own ranks only, so a headless node's ranks are refused."""
+    """Hybrid LB: the head serves its own ranks only; its start-up is complete without the headless node, which
+    then never gets the handshake."""
     port, rpc = free_port(), free_port()
     common = ["--data-parallel-size", "4", "--data-parallel-size-local", "2", "--data-parallel-address", "127.0.0.1",
               "--data-parallel-rpc-port", str(rpc)]
     head = sim.start("vllm-mindspore", "serve", sim.model, "--port", str(port), "--host", "127.0.0.1",
                      "--data-parallel-start-rank", start, *common, ASCEND_SIM_VLLM_VERSION=version)
     worker = sim.start("vllm-mindspore", "serve", sim.model, "--headless", "--data-parallel-start-rank", "2",
-                       *common, ASCEND_SIM_VLLM_VERSION=version)
+                       *common, ASCEND_SIM_VLLM_VERSION=version, ASCEND_SIM_HANDSHAKE_TIMEOUT="3")
     assert wait_http(port, head)[0] == 200
     if hybrid:
         out, err = worker.communicate(timeout=30)
-        assert worker.returncode == 1 and "runs hybrid load balancing" in err, err
+        assert worker.returncode == 0 and "Did not receive response from front-end" in err, err
         assert "hybrid load balancing: this API server serves DP ranks" in head_log(head)
     else:
         time.sleep(1)

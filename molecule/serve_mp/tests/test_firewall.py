@@ -1,8 +1,12 @@
 """The members-only firewall under the mp launcher (on by default): this machine, which is not a
 member, reaches the API port but not the data-parallel RPC port or any other port the engine listens
-on; the worker, a member, reaches the head's RPC port (the mp handshake, which serving proves)."""
+on; the worker, a member, reaches the head's RPC port (the mp handshake, which serving proves).
+
+vLLM's head listens on the RPC port during its start-up only (its handshake; tests/sim/doubles/vllm_sim.py cites
+the lines): a stand-in listens there while these tests run."""
 
 import socket
+import time
 
 import pytest
 
@@ -22,6 +26,23 @@ def listening(host):
     return ports
 
 
+@pytest.fixture(scope="module", autouse=True)
+def rpc_port_listens():
+    """A listener on the head's RPC port, as during the head's start-up; stopped afterwards. SO_REUSEADDR: the
+    double keeps its accepted handshake connections (on that port) open while the nodes run."""
+    head = node(HEAD)
+    head.check_output("systemd-run --unit=rpc-standin --collect timeout 300 python3 -c 'import socket, time; "
+                      "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+                      "s.bind((\"0.0.0.0\", %d)); s.listen(8); "
+                      "[s.accept() for _ in range(100)]'" % DP_RPC_PORT)
+    for _attempt in range(50):
+        if DP_RPC_PORT in listening(head):
+            break
+        time.sleep(0.2)
+    yield
+    head.run("systemctl stop rpc-standin")
+
+
 def test_only_the_api_port_answers_this_machine():
     for name in (HEAD, WORKER):
         host = node(name)
@@ -29,7 +50,7 @@ def test_only_the_api_port_answers_this_machine():
         ip = address_of(host)
         ports = listening(host) - {API_PORT, 22}
         if name == HEAD:
-            assert DP_RPC_PORT in ports, "the head's DP coordinator must listen on the RPC port"
+            assert DP_RPC_PORT in ports, "the stand-in must listen on the RPC port"
         for port in sorted(ports):
             with pytest.raises(ConnectionRefusedError):
                 socket.create_connection((ip, port), timeout=5)

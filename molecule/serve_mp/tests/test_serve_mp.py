@@ -1,9 +1,10 @@
 """Seed scenario 8 on Atlas A3 nodes: mp data parallelism with a headless worker, an API key."""
 
 import time
+import warnings
 
-from serve_checks import (INVENTORY, address_of, completion, flags, main_pid, node, playbook, recap, request, restarts,
-                          serve_process, wait_healthy)
+from serve_checks import (INVENTORY, address_of, completion, flags, main_pid, node, playbook, reboot, recap, recovered,
+                          request, restarts, serve_process)
 
 import testinfra.utils.ansible_runner
 
@@ -99,34 +100,60 @@ def test_a_verbose_run_that_rewrites_the_secrets_shows_them_nowhere():
     for secret in (KEY, stale_key, HF_TOKEN, stale_token):
         assert secret not in out, secret
     # Both files rewritten, and the worker's serve restarted for them (a new process): secrets.env and the restart
-    # of what loads it (node_env's step), serve.env and serve's restart (serve's step); nothing anywhere else.
-    assert recap(out) == {HEAD: 0, WORKER: 2}, out[-3000:]
+    # of what loads it (node_env's step), serve.env and serve's restart (serve's step). The head restarts with it:
+    # vLLM takes a node into the DP group at start-up only (serve_group). Nothing else anywhere.
+    assert recap(out) == {HEAD: 1, WORKER: 2}, out[-3000:]
     for line in ("/etc/ascend-inference/secrets.env content", "/etc/ascend-inference/serve.env content",
                  "ascend-serve.service restarted"):
         assert "%s: %s" % (WORKER, line) in out, out[-3000:]
+    assert "%s: ascend-serve.service restarted" % HEAD in out, out[-3000:]
     assert main_pid(node(WORKER), "ascend-serve.service") != worker_pid
     assert KEY in node(WORKER).check_output("cat /etc/ascend-inference/serve.env")
     assert HF_TOKEN in node(WORKER).check_output("cat /etc/ascend-inference/secrets.env")
 
 
-def test_killed_worker_is_restarted_and_the_endpoint_recovers():
+def head_restarts():
+    return restarts(node(HEAD), "ascend-serve.service")
+
+
+def back(seconds):
+    return recovered(node(WORKER), address_of(node(HEAD)), NAME, seconds, KEY)
+
+
+def status_lines():
+    code, out = playbook("status.yml")
+    assert code == 0, out[-3000:]
+    return out
+
+
+def test_killed_worker_is_restarted_and_the_group_forms_again():
+    """The worker's engines restart alone (systemd). vLLM's head never takes them back (its handshake is over) and
+    its next request's DP wave fails (lock-step: vLLM 0.11, MoE): the head's watchdog probe meets that, the head
+    exits, systemd restarts it, and the worker joins its start-up."""
     worker = node(WORKER)
-    before = restarts(worker, "ascend-serve.service")
+    before, head_before = restarts(worker, "ascend-serve.service"), head_restarts()
     worker.check_output("systemctl kill --signal=KILL ascend-serve.service")
-    head_ip = address_of(node(HEAD))
     deadline = time.time() + 90
     while restarts(worker, "ascend-serve.service") == before:
         assert time.time() < deadline, "systemd did not restart the killed serve"
         time.sleep(2)
-    # The head lost ranks 2-3 (unhealthy) until the restarted worker registered again.
-    assert "lost mp-worker" in node(HEAD).check_output("journalctl -u ascend-serve.service --no-pager -n 50")
-    wait_healthy(node(HEAD), head_ip, 120)
-    assert completion(node(HEAD), head_ip, NAME, key=KEY)
-    # status.yml counts the restart where it happened.
-    code, out = playbook("status.yml")
-    assert code == 0, out[-3000:]
-    lines = {line.split()[0]: line for line in out.splitlines()
-             if line.strip().startswith((HEAD + " ", WORKER + " ")) and " restarts" in line}
-    assert "active/running, %d restarts" % restarts(worker, "ascend-serve.service") in lines[WORKER], lines
-    assert restarts(worker, "ascend-serve.service") >= 1
-    assert "active/running, 0 restarts" in lines[HEAD], lines
+    took = back(150)
+    head_log = node(HEAD).check_output("journalctl -u ascend-serve.service --no-pager -n 200")
+    assert "lost mp-worker" in head_log and "all-reduce with ranks [2, 3] failed" in head_log
+    assert head_restarts() > head_before
+    # Shown in pytest's warnings summary: the figure the issue's notes report.
+    warnings.warn("killed worker engines: completions again %.0f s after systemd restarted them" % took)
+    out = status_lines()
+    assert "every DP rank answered" in out, out[-3000:]
+
+
+def test_a_rebooted_worker_and_then_a_rebooted_head_are_taken_back_without_a_person():
+    for name in (WORKER, HEAD):
+        reboot(name)
+        took = back(240)
+        warnings.warn("%s rebooted: completions again %.0f s after podman restart returned" % (name, took))
+        out = status_lines()
+        assert "every DP rank answered" in out, out[-3000:]
+    # The worker's watchdog restarted its engines when the rebooted head went away.
+    log = node(WORKER).check_output("journalctl -u ascend-watchdog.service --no-pager -n 100")
+    assert "restarting ascend-serve.service so that they join the head's next start-up" in log, log

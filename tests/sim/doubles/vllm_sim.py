@@ -14,7 +14,22 @@ GET /v1/models and POST /v1/completions.
 - mp data parallel: the head listens on --data-parallel-rpc-port and serves
   only once every DP rank is owned; a --headless node registers its start rank
   and local size there and is refused when its ranks overlap or fall outside
-  the DP size.
+  the DP size. As in vLLM 0.11 and 0.23, the handshake exists at start-up only:
+  - the head closes its handshake socket once every rank is in
+    (v1/engine/utils.py: 0.11 :708/:732, 0.23 :1167/:1190), so a headless node
+    restarted later never joins: it gives up after HANDSHAKE_TIMEOUT_MINS = 5
+    (v1/engine/core.py 0.11 :58/:645, 0.23 :90/:1099) and `vllm serve
+    --headless` returns 0 (entrypoints/cli/serve.py 0.11 :134-138);
+  - the head watches local engine processes only, and /health keeps answering
+    200 when a remote node's engines are gone (0.11 api_server.py :345-352,
+    0.23 serve/instrumentator/health.py :22-33). What the next request meets
+    depends on the model: vLLM before 0.23, and a MoE model on 0.23, run every
+    DP rank in lock-step waves, so the survivors' all-reduce with the lost
+    peer fails and the head exits; on 0.23 a dense model's ranks are
+    independent (v1/engine/core.py :1153-1164), and a request routed to a lost
+    rank never answers. 0.23 routes a request carrying X-data-parallel-rank to
+    that rank (entrypoints/openai/engine/serving.py :404);
+  - a headless node whose head went away is not told: its engines wait.
 - What differs by vLLM release (vllm/entrypoints/cli/serve.py, engine/arg_utils.py
   of 0.9.1 and 0.23.0): a start rank on a node that is not headless switches the
   head to hybrid load balancing (0.9.1: never, it has none; 0.11: a non-zero
@@ -30,8 +45,10 @@ ASCEND_SIM_VLLM_VERSION; the double accepts that release's options only.
 Knobs for tests (environment): ASCEND_SIM_PG_TIMEOUT (placement-group wait,
 default vLLM's 1800 s), ASCEND_SIM_LOAD_SECONDS (model "loading" time before
 listening, default 0, shown as the engine's checkpoint-loading progress over
-ASCEND_SIM_LOAD_SHARDS shards, default 4), ASCEND_SIM_HANDSHAKE_TIMEOUT (head waits for headless
-nodes, default 600 s), ASCEND_SIM_VLLM_VERSION (overrides the installed vLLM version), ASCEND_SIM_LOCK_DIR (where
+ASCEND_SIM_LOAD_SHARDS shards, default 4), ASCEND_SIM_HANDSHAKE_TIMEOUT (how long a headless node
+waits for the head's handshake, default vLLM's 300 s; the head waits for headless nodes without a deadline, as
+vLLM's wait_for_engine_startup: 0.11 v1/engine/utils.py:769, 0.23 :1231), ASCEND_SIM_VLLM_VERSION (overrides
+the installed vLLM version), ASCEND_SIM_LOCK_DIR (where
 the NPUs' locks are, default the device files /dev/davinciN: processes that stand for different nodes on one
 machine each get a directory of their own), ASCEND_SIM_DECODE_SECONDS (seconds per generated token, default 0),
 ASCEND_SIM_MAX_TOKENS (the longest answer, default 32 tokens), ASCEND_SIM_KV_TIMEOUT (kv_connector_sim.py).
@@ -240,6 +257,30 @@ def reserve_with_ray(args, world):
     return groups
 
 
+def watch_ray_groups(ray, groups, version, lost):
+    """What vLLM does when a node that holds its Ray workers goes (a placement group no longer CREATED):
+    - 0.23 polls its actors every 5 s (v1/executor/ray_executor_v2.py :444-472; with --data-parallel-backend ray,
+      v1/engine/utils.py :960-988) and the API server exits;
+    - 0.11 notices nothing (ray_distributed_executor.py :696-699, check_health is a TODO; the Ray DP actors re-raise
+      without telling the front-end, v1/engine/core.py :1222-1235): /health stays 200 and the next request waits
+      (LOST is set) - with the Ray executor until RAY_CGRAPH_get_timeout, then the server exits 0 (see handle)."""
+    while True:
+        time.sleep(2)
+        try:
+            states = [ray.util.placement_group_table(group).get("state") for group in groups]
+        except Exception:  # Ray itself is going (a stop): systemd stops this service with it
+            return
+        if all(state == "CREATED" for state in states):
+            continue
+        if release_key(version) >= (0, 23):
+            log("ray.exceptions.RayActorError: a worker of this engine died with its node (placement group %s); "
+                "the engine core is dead, shutting down" % states)
+            os._exit(1)
+        log("a node of this engine's placement groups is gone (%s): vLLM %s does not notice" % (states, version))
+        lost.set()
+        return
+
+
 def dp_placement_groups(ray, resources, master_ip, args, world):
     dp, local = args.data_parallel_size, args.data_parallel_size_local or args.data_parallel_size
     key = "node:%s" % master_ip
@@ -276,6 +317,8 @@ class RankRegistry:
         self.served = served
         self.expected = len(served) if served else size
         self.owner = {}
+        self.lost = set()  # ranks whose node went away after start-up: they never come back
+        self.next = 0
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
 
@@ -287,9 +330,6 @@ class RankRegistry:
             outside = [r for r in ranks if r >= self.size]
             if outside:
                 return "DP ranks %s of %s are outside data_parallel_size %d" % (outside, who, self.size)
-            if self.served and not set(ranks) <= set(self.served):
-                return "DP ranks %s of %s are not served here: the head runs hybrid load balancing (ranks %d-%d)" % (
-                    ranks, who, self.served[0], self.served[-1])
             taken = sorted({self.owner[r] for r in ranks if r in self.owner})
             if taken:
                 return "DP ranks %d-%d of %s overlap ranks owned by %s" % (start, start + count - 1, who,
@@ -299,22 +339,39 @@ class RankRegistry:
             self.changed.notify_all()
             return None
 
-    def release(self, who):
+    def release(self, who, started):
+        """Before start-up the ranks are free again; after it they are lost."""
         with self.lock:
-            self.owner = {r: w for r, w in self.owner.items() if w != who}
+            if started:
+                self.lost.update(r for r, w in self.owner.items() if w == who)
+            else:
+                self.owner = {r: w for r, w in self.owner.items() if w != who}
             self.changed.notify_all()
 
     def complete(self):
         with self.lock:
             return len(self.owner) == self.expected
 
+    def route(self, wanted):
+        """The rank a request goes to: WANTED (0.23's header) or the next one in turn; and whether it is lost."""
+        with self.lock:
+            ranks = sorted(self.owner)
+            rank = wanted if wanted in self.owner else ranks[self.next % len(ranks)]
+            self.next += 1
+            return rank, rank in self.lost
 
-def serve_registrations(registry, address, port):
+
+def handshake_socket(address, port):
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind((address, port))
     server.listen(64)
     log("DP coordinator listening on %s:%d" % (address, port))
+    return server
+
+
+def serve_registrations(registry, server):
+    """The start-up handshake: accepts headless nodes until the head closes SERVER (every rank is owned)."""
 
     def handle(conn):
         with conn:
@@ -333,11 +390,15 @@ def serve_registrations(registry, address, port):
             first = int(request["start_rank"])
             log("registered %s: DP ranks %d..%d" % (who, first, first + int(request["local_size"]) - 1))
             conn.recv(1)  # blocks until the headless node goes away
-            registry.release(who)
-            log("lost %s" % who)
+            started = registry.complete() or bool(registry.lost)
+            registry.release(who, started)
+            log("lost %s%s" % (who, ": its DP ranks are gone until this head restarts" if started else ""))
 
     while True:
-        conn = server.accept()[0]
+        try:
+            conn = server.accept()[0]
+        except OSError:  # closed
+            return
         threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
 
@@ -353,14 +414,19 @@ def run_headless(args, world, version):
     start = args.data_parallel_start_rank or 0
     local = args.data_parallel_size_local if args.data_parallel_size_local is not None else args.data_parallel_size
     claim_npus(need_devices(local * world), hccl=True)
-    deadline = time.time() + float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "600"))
+    waited = float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "300"))
+    deadline = time.time() + waited
     while True:
         try:
             conn = socket.create_connection((address, port), timeout=5)
             break
-        except OSError as exc:
+        except OSError:
             if time.time() > deadline:
-                die("timed out connecting to the DP coordinator %s:%d: %s" % (address, port, exc))
+                # The engine process raises; `vllm serve --headless` then returns normally: exit status 0.
+                log("RuntimeError: Did not receive response from front-end process within %g minutes"
+                    % (waited / 60))
+                log("Shutting down.")
+                sys.exit(0)
             time.sleep(1)
     conn.settimeout(None)
     stream = conn.makefile("rw")
@@ -371,7 +437,9 @@ def run_headless(args, world, version):
         die("RuntimeError: the DP coordinator refused this node: %s" % answer["error"])
     log("headless engines for DP ranks %d..%d running" % (start, start + local - 1))
     conn.recv(1)
-    die("lost the DP coordinator at %s:%d" % (address, port))
+    # Nothing tells a headless engine that its front-end is gone: it waits for requests that never come.
+    log("the front-end at %s:%d went away; the engines wait" % (address, port))
+    threading.Event().wait()
 
 
 def hybrid_load_balancing(args, version):
@@ -455,7 +523,39 @@ def claim_npus(logic_ids, hccl):
 
 # --- OpenAI endpoints -------------------------------------------------------------
 
-def make_handler(names, api_key, ready, connector=None, version="0.23.0"):
+def expert_count(model):
+    """The routed experts in the model's config.json (vLLM's is_moe: a non-zero expert count; the keys are the
+    planner's EXPERT_COUNT_KEYS), 0 for a dense model."""
+    try:
+        with open(os.path.join(model, "config.json")) as handle:
+            config = json.load(handle)
+    except (OSError, ValueError):
+        return 0
+    for key in ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"):
+        if isinstance(config.get(key), int) and config[key] > 0:
+            return config[key]
+    return 0
+
+
+def lost_rank_fault(registry, headers, version, moe):
+    """What a request meets on a head whose DP group lost a node after start-up (see the module's docstring):
+    None, "exit" (lock-step waves fail) or "hang" (the request went to a lost independent rank)."""
+    if registry is None:
+        return None
+    wanted = headers.get("X-data-parallel-rank") if release_key(version) >= (0, 23) else None
+    rank, lost = registry.route(int(wanted) if wanted and wanted.isdigit() else None)
+    if registry.lost and (moe or release_key(version) < (0, 23)):
+        log("RuntimeError: DP all-reduce with ranks %s failed: their node is gone; the engine core is dead, "
+            "shutting down" % sorted(registry.lost))
+        return "exit"
+    if lost:
+        log("request sent to DP rank %d, whose engine is gone: it will not be answered" % rank)
+        return "hang"
+    return None
+
+
+def make_handler(names, api_key, ready, connector=None, version="0.23.0", registry=None, moe=False, ray_lost=None,
+                 ray_step_lost=None):
     # /metrics: the release's own metrics, moved by the requests below (vllm_metrics_sim.py; prometheus_client is
     # imported only by a double that serves, as vLLM's API server does).
     from vllm_metrics_sim import Metrics
@@ -470,7 +570,9 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0"):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, fmt, *params):
-            log("http " + fmt % params)
+            # The client's User-Agent where it names itself (the collection's watchdog does), for tests to tell.
+            agent = self.headers.get("User-Agent", "") if getattr(self, "headers", None) else ""
+            log("http " + fmt % params + (" (%s)" % agent if agent.startswith("ascend-") else ""))
 
         def reply(self, status, body, content_type="application/json"):
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
@@ -512,6 +614,13 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0"):
                 return
             if not self.authorised():
                 return
+            if ray_lost is not None and ray_lost.is_set():
+                ray_step_lost()
+            fault = lost_rank_fault(registry, self.headers, version, moe)
+            if fault == "exit":
+                os._exit(1)
+            if fault == "hang":
+                threading.Event().wait()
             try:
                 length = int(self.headers.get("Content-Length", "0"))
                 request = json.loads(self.rfile.read(length) or b"{}")
@@ -585,6 +694,18 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0"):
     return Handler
 
 
+def ray_step_lost(args):
+    """A request to a vLLM 0.11 engine whose Ray worker is gone: with the Ray executor the step waits for the compiled
+    graph (RAY_CGRAPH_get_timeout, 300 s: ray_distributed_executor.py :550), the engine core is then dead and the API
+    server exits 0 (entrypoints/launcher.py :111-127); with --data-parallel-backend ray nothing ever answers."""
+    if args.data_parallel_backend == "ray":
+        threading.Event().wait()
+    time.sleep(float(os.environ.get("RAY_CGRAPH_get_timeout", "300")))
+    log("RayChannelTimeoutError: the step waited %s s for a worker that is gone; EngineDeadError, shutting down"
+        % os.environ.get("RAY_CGRAPH_get_timeout", "300"))
+    os._exit(0)
+
+
 def main(engine):
     program = "vllm-mindspore" if engine == "vllm-mindspore" else "vllm"
     version = vllm_release()
@@ -620,15 +741,17 @@ def main(engine):
                 log("hybrid load balancing: this API server serves DP ranks %d..%d only" % (start, start + local - 1))
             registry = RankRegistry(dp, served)
             registry.claim("head %s" % socket.gethostname(), start, local)
-            threading.Thread(target=serve_registrations, daemon=True,
-                             args=(registry, args.data_parallel_address or "127.0.0.1",
-                                   args.data_parallel_rpc_port or 29550)).start()
-            deadline = time.time() + float(os.environ.get("ASCEND_SIM_HANDSHAKE_TIMEOUT", "600"))
-            with registry.changed:
-                while len(registry.owner) < registry.expected:
-                    if not registry.changed.wait(timeout=max(0.0, deadline - time.time())):
-                        die("TimeoutError: timed out waiting for DP ranks %s to register" % sorted(
-                            set(range(dp)) - set(registry.owner)))
+            if not registry.complete():
+                server = handshake_socket(args.data_parallel_address or "127.0.0.1",
+                                          args.data_parallel_rpc_port or 29550)
+                threading.Thread(target=serve_registrations, daemon=True, args=(registry, server)).start()
+                with registry.changed:
+                    while len(registry.owner) < registry.expected:
+                        registry.changed.wait()
+                # shutdown() wakes the thread blocked in accept(); close() alone does not on Linux.
+                server.shutdown(socket.SHUT_RDWR)
+                server.close()
+                log("handshake complete: the DP coordinator takes no more nodes")
             log("all %d DP ranks registered" % len(registry.owner))
         log("%d API server(s)" % api_servers(args, version, dp))
     # systemd stops services with SIGTERM; Ray's driver set-up may have replaced the handler.
@@ -637,8 +760,14 @@ def main(engine):
                     max(1, int(os.environ.get("ASCEND_SIM_LOAD_SHARDS", "4"))))
     names = args.served_model_name or [args.model_tag or args.model]
     api_key = args.api_key[0] if args.api_key else os.environ.get("VLLM_API_KEY")
-    ready = registry.complete if registry else (lambda: True)
-    handler = make_handler(names, api_key, ready, connector, version)
+    # /health: the start-up is done; a node lost since is not seen there.
+    ray_lost = threading.Event()
+    if hold:
+        import ray
+        threading.Thread(target=watch_ray_groups, args=(ray, hold, version, ray_lost), daemon=True).start()
+    handler = make_handler(names, api_key, lambda: True, connector, version, registry,
+                           expert_count(args.model_tag or args.model) > 0, ray_lost,
+                           lambda: ray_step_lost(args))
     server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), handler)
     log("serving %s on %s:%d (%d placement groups held)"
         % (names, args.host or "0.0.0.0", args.port or 8000, len(hold or [])))

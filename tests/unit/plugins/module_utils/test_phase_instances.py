@@ -15,7 +15,7 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
+    engine_versions, phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
@@ -27,7 +27,8 @@ INSTANCES = {"chat": {"hosts": ["h", "w"], "npus_per_host": 2, "data_parallel_si
              "embed": {"hosts": ["h"], "npus_per_host": 2, "model": "/models/e"}}
 SERVE = {"python_env": "/opt/venv", "executable": "/opt/venv/bin/vllm", "config_dir": "/etc/ascend-inference",
          "restart_sec": 10, "node_env_file": "/etc/ascend-inference/node.env",
-         "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env"}
+         "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env",
+         "watchdog_enabled": True, "watchdog_interval": 10, "watchdog_probe_timeout": 60, "watchdog_failures": 2}
 NODE_ENV = {"file": "/etc/ascend-inference/node.env", "secrets_file": "/etc/ascend-inference/secrets.env",
             "profile": "/etc/profile.d/ascend-inference.sh", "cann_set_env": "/set_env.sh", "services": [],
             "pyacl_site_packages": None}
@@ -587,3 +588,96 @@ def test_llmdatadist_pools_get_the_rank_table_from_the_npu_ips_read_in_the_play(
         phase_instances.serve(FakeNode("h", plan, instances=PD), SERVE)
     assert "instance chat: cannot write LLMDataDist's rank table /etc/ascend-inference/ranktable-chat.json" in str(
         refused.value)
+
+
+def watchdog_config(state):
+    written = next(f for f in state["files"] if f["path"].endswith("/watchdog-chat.json"))
+    return json.loads(written["content"])
+
+
+def test_a_dp_group_across_nodes_gets_a_watchdog_on_each_of_its_nodes():
+    """chat is mp DP 2 over h and w (vLLM's handshake is at start-up only): the head probes every rank, the headless
+    node watches the head; embed, on h alone, gets none."""
+    plan = make_plan()
+    head = phase_instances.serve(FakeNode("h", plan), SERVE)["apply"]
+    accepted(head)
+    assert units(head)["ascend-watchdog-chat.service"]["state"] == "started"
+    assert "ascend-watchdog-embed.service" not in units(head)
+    config = watchdog_config(head)
+    cluster = plan["instances"]["chat"]["cluster"]
+    assert config["role"] == "head" and config["serve_unit"] == "ascend-serve-chat.service"
+    assert config["head_url"] == "http://%s:%s" % (plan["instances"]["chat"]["nodes"]["h"]["node_ip"], cluster["api_port"])
+    assert config["ranks"] == [0, 1] and config["rank_nodes"] == {"0": "h", "1": "w"}
+    assert config["state_file"] == "/run/ascend-watchdog-chat.json"
+    # The serve release decides whether a probe can name its rank (vLLM 0.23's X-data-parallel-rank).
+    assert config["rank_header"] == (engine_versions.version_key(cluster["vllm_version"]) >= (0, 23))
+    # The program and the configuration are kept by the sweep; the unit restarts when either changes.
+    watch = sweeps_of(head, phase_instances.WATCHDOG_FILES.pattern)
+    assert watch["keep"] == ["serve-watchdog.py", "watchdog-chat.json"]
+    assert units(head)["ascend-watchdog-chat.service"]["restart_on"][1:] == [
+        "/etc/ascend-inference/watchdog-chat.json", "/etc/ascend-inference/serve-watchdog.py"]
+    worker = phase_instances.serve(FakeNode("w", plan), SERVE)["apply"]
+    assert watchdog_config(worker)["role"] == "worker"
+    # Turned off, or a group on one node: no watchdog, and the sweep removes one an earlier run left.
+    off = phase_instances.serve(FakeNode("w", plan), dict(SERVE, watchdog_enabled=False))["apply"]
+    assert "ascend-watchdog-chat.service" not in units(off)
+    assert sweeps_of(off, phase_instances.WATCHDOG_UNIT.pattern)["keep"] == []
+
+
+def test_a_watchdog_setting_below_1_is_refused_naming_it():
+    with pytest.raises(Refused) as refused:
+        phase_instances.serve(FakeNode("h", make_plan()), dict(SERVE, watchdog_failures=0))
+    assert "h: serve_watchdog_failures must be at least 1, not 0" in str(refused.value)
+
+
+def sweeps_of(state, pattern):
+    return next(sweep for sweep in state["sweep"] if sweep["pattern"] == pattern)
+
+
+def test_status_names_unanswered_ranks_and_engines_started_after_the_head():
+    """chat's watchdog state as the watchdogs write it (roles/serve/files/serve-watchdog.py)."""
+    plan = make_plan()["instances"]["chat"]
+    found = {"h": {"watchdog": {"role": "head", "checked": 1000.0, "healthy_since": 900.0, "unanswered": [],
+                                "restarts": 0}},
+             "w": {"watchdog": {"role": "worker", "serve_started": 850.0}}}
+    lines, problems = phase_status.watchdog_report(plan, found)
+    assert problems == [] and "every DP rank answered, 0 restart(s) of ascend-serve-chat.service" in lines[0]
+    # w restarted after the head's start-up: the head does not hold its engines, and rank 1 stops answering.
+    found["w"]["watchdog"]["serve_started"] = 950.0
+    found["h"]["watchdog"]["unanswered"] = [1]
+    lines, problems = phase_status.watchdog_report(plan, found)
+    assert "DP ranks [1] unanswered" in lines[0]
+    assert problems[0].startswith("- DP rank(s) 1 (on w) did not answer the watchdog's 1-token completion")
+    assert problems[1].startswith("- the engines on w started at ") and "after the head's front-end on h" in problems[1]
+    # No watchdog state (off, or not run yet): nothing said.
+    assert phase_status.watchdog_report(plan, {"h": {}, "w": {}}) == ([], [])
+
+
+def serve_steps(*units_started):
+    return {"serve": {"steps": [{"unit": unit, "action": "restart"} for unit in units_started]}}
+
+
+def test_a_dp_group_restarted_in_part_restarts_whole():
+    """chat (mp DP across h and w): w's serve restarted alone (its secrets changed), so h's restarts too; embed, on
+    h alone, does not."""
+    plan = make_plan()
+    applied = {"h": serve_steps(), "w": serve_steps("ascend-serve-chat.service")}
+    result = phase_restart.serve_group(FakeNode("h", plan, applied=applied), {})
+    assert result["record"] == {"restarted": ["chat"]}
+    assert [(u["name"], u["restart"]) for u in result["apply"]["units"]] == [("ascend-serve-chat.service", True)]
+    # w restarted already; and where every node (or none) restarted, nothing more.
+    assert phase_restart.serve_group(FakeNode("w", plan, applied=applied), {})["apply"] is None
+    both = {"h": serve_steps("ascend-serve-chat.service"), "w": serve_steps("ascend-serve-chat.service")}
+    assert phase_restart.serve_group(FakeNode("h", plan, applied=both), {})["apply"] is None
+    assert phase_restart.serve_group(FakeNode("h", plan, applied={}), {})["apply"] is None
+
+
+def test_a_ray_instance_across_nodes_is_watched_from_its_head_only():
+    """Under Ray, serve runs on the head only; vLLM 0.11 never notices a lost Ray worker, so the head probes."""
+    instances = {"big": {"hosts": ["h", "w"], "npus_per_host": 2, "tensor_parallel_size": 4, "launcher": "ray"}}
+    plan = make_plan(instances)
+    head = phase_instances.serve(FakeNode("h", plan, instances=instances), SERVE)["apply"]
+    config = json.loads(next(f for f in head["files"] if f["path"].endswith("/watchdog-big.json"))["content"])
+    assert config["role"] == "head" and config["ranks"] == [0] and config["rank_nodes"] == {"0": "placed by Ray"}
+    worker = phase_instances.serve(FakeNode("w", plan, instances=instances), SERVE)["apply"]
+    assert "ascend-watchdog-big.service" not in units(worker)

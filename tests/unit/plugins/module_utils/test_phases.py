@@ -232,7 +232,8 @@ def test_container_mode_refuses_different_images():
 
 SERVE = {"python_env": "/opt/ascend-inference/venv", "executable": "", "config_dir": "/etc/ascend-inference",
          "restart_sec": 10, "node_env_file": "/etc/ascend-inference/node.env",
-         "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env"}
+         "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env",
+         "watchdog_enabled": True, "watchdog_interval": 10, "watchdog_probe_timeout": 60, "watchdog_failures": 2}
 FOUND = {"preflight": {"engine_program": {"program": "vllm", "python_env": "/opt/ascend-inference/venv",
                                           "found": "/opt/ascend-inference/venv/bin/vllm"}}}
 
@@ -335,13 +336,15 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
                                                  {"path": "/etc/systemd/system/ascend-serve-chat.service"},
                                                  {"path": "/etc/systemd/system/ascend-ray-big.service"},
                                                  {"path": "/etc/systemd/system/ascend-pd-ds.service"},
+                                                 {"path": "/etc/systemd/system/ascend-watchdog-chat.service"},
                                                  {"path": "/etc/systemd/system/ascend-ray.service"}]}}
     state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
     # A prefill/decode proxy stops before the pools it joins, the router before everything.
-    # The NPU exporter stops after the engines, before the firewall.
+    # The NPU exporter stops after the engines, before the firewall. A serve watchdog stops before its serve.
     assert [u["name"] for u in state["units"]] == [planner.UNITS["firewall"], "ascend-npu-exporter.service"] + [
-        planner.UNITS[n] for n in ("ray", "engine", "serve")] + [
-        "ascend-ray-big.service", "ascend-serve-chat.service", "ascend-pd-ds.service", "ascend-router.service"]
+        planner.UNITS[n] for n in ("ray", "engine", "serve", "watchdog")] + [
+        "ascend-ray-big.service", "ascend-serve-chat.service", "ascend-watchdog-chat.service", "ascend-pd-ds.service",
+        "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
     assert state["leftovers"]["pattern"] == ("raylet|gcs_server|ray start|vllm(-mindspore)? serve|"
                                              "load_balance_proxy_[a-z_]*server_example")
