@@ -5,23 +5,47 @@
 
 A bundle is one JSON object per node (FORMAT below), written by playbooks/collect.yml:
 
-    {"format": 1, "host": "node1", "collected_at": "2026-11-30T20:00:00Z",
+    {"format": 2, "host": "node1", "collected_at": "2026-11-30T20:00:00Z",
      "commands": [{"argv": ["npu-smi", "info", "-m"], "rc": 0, "stdout": "...", "stderr": ""}, ...],
      "files": {"/etc/hccn.conf": "...", "/usr/local/Ascend/driver/version.info": null, ...},
-     "devices": ["davinci0", "davinci1", "davinci_manager", ...]}
+     "devices": ["davinci0", "davinci1", "davinci_manager", ...],
+     "device_files": {"/dev/davinci0": {"type": "char", "mode": "0660", "owner": "HwHiAiUser",
+                                        "group": "HwHiAiUser", "rdev": "236:0"}, ...},
+     "links": {"/usr/local/Ascend/ascend-toolkit/latest": "8.0.RC1", ...},
+     "engine": {"program": "/opt/ascend-inference/venv/bin/vllm", "interpreter": ".../python3",
+                "versions": {"vllm": "0.11.0", "vllm-ascend": null, "vllm-mindspore": "0.5.1"}},
+     "units": {"ascend-serve-chat.service": {"kind": "serve", "instance": "chat", "ports": {"port": 8001}}, ...},
+     "settings": {"ascend_engine": "vllm-mindspore", ...},
+     "pings": [{"device": 0, "address": "10.0.0.12", "node": "node2", "kind": "ping"}, ...]}
 
-``files`` maps every path that was looked for to its content, or null when absent.
+``files`` maps every path that was looked for to its content, or null when absent. Format 1 has the first five
+keys only; the replay reads both. ``pings`` are the NPU network check's pings (their answers are among
+``commands``), ``settings`` the inventory's values that the checks judge against.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
+import stat
 
 from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, input_rules
 
-FORMAT = 1
+FORMAT = 2
+READ_FORMATS = (1, 2)
+# The inventory's values a replay needs to judge as the live checks did (no secret among them).
+SETTINGS = ("ascend_engine", "ascend_engine_version", "ascend_service_user", "ascend_python_env", "ascend_launcher")
+# The engine programs and the distributions whose versions the preflight reads (engine_versions).
+ENGINE_PROGRAMS = ("vllm", "vllm-mindspore")
+ENGINE_DISTRIBUTIONS = ("vllm", "vllm-ascend", "vllm-mindspore")
+# The collection's units: ascend-<kind>.service for one model, ascend-<kind>-<instance>.service for an instance of
+# ascend_instances (ascend-pd-<instance> is a prefill/decode instance's proxy).
+UNIT = re.compile(r"ascend-(serve|ray|watchdog|pd)(?:-([a-z0-9-]+))?\.service")
+# A port on a unit's command line, its words quoted or not (module_utils/systemd.command_line quotes them):
+# --port 8000, "--port" "8000", --data-parallel-rpc-port=29550.
+PORT_OPTION = re.compile(r'--([a-z-]*port)(?:=|"?\s+"?)(\d+)')
 REDACTED = "<redacted>"
 # Secret variable names, as the planner tells them (input_rules): *_KEY, *_TOKEN, *_SECRET, *_PASSWORD.
 SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*_(?:%s)" % "|".join(input_rules.SECRET_ENV_WORDS)
@@ -75,3 +99,47 @@ def files(ascend_home, extra):
 def keep_file(path):
     """False for files that hold secrets (the API key, the Ray token), which a bundle never reads."""
     return not any(path.endswith(name) for name in NEVER)
+
+
+def device_entry(mode, rdev, owner, group):
+    """A device file as a bundle records it: its type, permission bits, owner and group names, and major:minor."""
+    kind = "char" if stat.S_ISCHR(mode) else "block" if stat.S_ISBLK(mode) else "file"
+    return {"type": kind, "mode": "%04o" % stat.S_IMODE(mode), "owner": owner, "group": group,
+            "rdev": "%d:%d" % (os.major(rdev), os.minor(rdev)) if kind != "file" else None}
+
+
+def unit_entry(name, unit_text):
+    """(kind, instance, ports) of one of the collection's unit files, or None for another unit: which instance the
+    unit runs (None for the single model) and the ports its command line names."""
+    found = UNIT.fullmatch(name)
+    if not found:
+        return None
+    command = " ".join(line for line in (unit_text or "").splitlines() if line.startswith("ExecStart="))
+    ports = dict((option, int(port)) for option, port in PORT_OPTION.findall(command))
+    return {"kind": found.group(1), "instance": found.group(2), "ports": ports}
+
+
+def npu_addresses(bundle_commands):
+    """{device: {"ip": ..., "vnic": ...}} from a bundle's hccn_tool answers (the values the NPU network check reads)."""
+    found = {}
+    for command in bundle_commands:
+        argv = command["argv"]
+        if len(argv) == 5 and os.path.basename(argv[0]) == "hccn_tool" and argv[3] in ("-ip", "-vnic") \
+                and command["rc"] == 0:
+            value = hccn.parse(argv[3][1:], command["stdout"])
+            if value:
+                found.setdefault(argv[2], {})[argv[3][1:]] = value
+    return found
+
+
+def ping_targets(peers, me, device):
+    """What the NPU network check pings from this node's DEVICE (phase_npu_network.ping_targets): every other node's
+    first NPU IP, and on Atlas A3 (a vNIC address) its first die's vNIC over HCCS. PEERS: {host: npu_addresses}."""
+    targets = []
+    for kind, key in (("ping", "ip"), ("hccs_ping", "vnic")):
+        for host in sorted(peers):
+            npus = peers[host] or {}
+            addresses = [npus[d][key] for d in sorted(npus, key=int) if npus[d].get(key)]
+            if host != me and addresses:
+                targets.append({"device": int(device), "address": addresses[0], "node": host, "kind": kind})
+    return targets

@@ -17,8 +17,14 @@ description:
     C(info -t phyid-remap -p N) per C(/dev/davinciN), C(hccn_tool -i N -<query> -g) per device for link,
     net_health, lldp, netdetect, gateway, ip, tls and vnic, C(ip -j addr show), C(uname -m), and per unit
     C(systemctl show) and the last journal lines - and reads the CANN, driver and NPU network files.
-  - Returns them as one bundle (format 1, see docs/support-bundle.md) that C(tests/sim/replay.sh) replays on a
+  - Also records the C(/dev/davinci*) and management device files (type, mode, owner, group, major:minor), the
+    target of every symbolic link under O(ascend_home) two levels down (CANN's C(latest), C(cann)), the engine's
+    and vLLM's versions as the serve program's Python reports them, each unit of the collection with the instance
+    it belongs to and the ports its command names, and O(settings).
+  - Returns them as one bundle (format 2, see docs/support-bundle.md) that C(tests/sim/replay.sh) replays on a
     simulated node. A command that fails is recorded with its exit status, never a module failure.
+  - With O(ping_peers), only pings instead - what the NPU network check pings from the node's first NPU, given
+    the other nodes' NPU addresses (the C(npu_addresses) of their bundles) - returned as C(pings) and C(commands).
   - "No secrets: C(serve.env), the Ray token and C(auth_token) files are never read, and values of
     secret-looking names (C(*_KEY), C(*_TOKEN), C(*_SECRET), C(*_PASSWORD)), C(--api-key)-like options and
     C(Bearer) credentials are replaced by C(<redacted>) in every output and file."
@@ -58,6 +64,27 @@ options:
     type: list
     elements: path
     default: [/etc/ascend-inference/node.env]
+  python_env:
+    description: The engine's Python environment; its C(bin/) is searched for the serve program before C(PATH).
+    type: path
+    default: /opt/ascend-inference/venv
+  unit_dir:
+    description: Where the collection's units are; every C(ascend-serve*), C(ascend-ray*), C(ascend-watchdog*) and
+      C(ascend-pd-*) unit there is recorded, besides O(units).
+    type: path
+    default: /etc/systemd/system
+  settings:
+    description: Inventory values the checks judge against (the engine and its version, the service account), kept
+      as given. Never a secret.
+    type: dict
+    default: {}
+  ping_peers:
+    description: >-
+      The other nodes' NPU addresses, C({host: {device: {ip, vnic}}}). When given, the module only pings.
+    type: dict
+  me:
+    description: This node's name among O(ping_peers).
+    type: str
 """
 
 EXAMPLES = r"""
@@ -76,18 +103,25 @@ EXAMPLES = r"""
 RETURN = r"""
 bundle:
   description: The node's bundle - C(format), C(host), C(collected_at), C(commands) (C(argv), C(rc), C(stdout),
-    C(stderr)), C(files) (path to content, null when absent) and C(devices) (the names of C(/dev/davinci*)).
+    C(stderr)), C(files) (path to content, null when absent), C(devices) (the names of C(/dev/davinci*)),
+    C(device_files), C(links), C(engine), C(units), C(settings), C(npu_addresses); with O(ping_peers), C(pings)
+    and C(commands) only.
   returned: always
   type: dict
 """
 
 import datetime
 import glob
+import grp
+import json
+import os
+import pwd
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
-from ansible_collections.ascend.inference.plugins.module_utils import node_io
+from ansible_collections.ascend.inference.plugins.module_utils import node_io, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.node_probe import PYTHON_VERSIONS, shebang_interpreter
 
 
 def _read(path):
@@ -97,6 +131,75 @@ def _read(path):
 def _run(module, argv):
     rc, out, err = node_io.run(module, argv)
     return {"argv": argv, "rc": rc, "stdout": spec.redact(out), "stderr": spec.redact(err)}
+
+
+def _name(lookup, number):
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
+def _device_files():
+    found = {}
+    paths = set(glob.glob("/dev/davinci*")) | set("/dev/" + n for n in service_account.MANAGEMENT_DEVICES)
+    for path in sorted(paths):
+        if os.path.lexists(path):
+            info = os.lstat(path)
+            found[path] = spec.device_entry(info.st_mode, info.st_rdev, _name(pwd.getpwuid, info.st_uid),
+                                            _name(grp.getgrgid, info.st_gid))
+    return found
+
+
+def _links(ascend_home):
+    """Every symbolic link under ASCEND_HOME, two levels down (CANN's latest, cann), to its target as written."""
+    found = {}
+    for pattern in ("*", "*/*"):
+        for path in sorted(glob.glob(os.path.join(ascend_home, pattern))):
+            if os.path.islink(path):
+                found[path] = os.readlink(path)
+    return found
+
+
+def _engine(module, python_env):
+    """The serve program, its Python and what that Python reports of the engine distributions."""
+    search = [os.path.join(python_env, "bin")] + os.environ.get("PATH", "").split(os.pathsep)
+    for program in spec.ENGINE_PROGRAMS:
+        found = next((os.path.join(d, program) for d in search if os.path.isfile(os.path.join(d, program))), None)
+        if not found:
+            continue
+        with open(found, "rb") as handle:
+            interpreter, name = shebang_interpreter(handle.readline(512).decode("latin-1"))
+        interpreter = interpreter or (name and module.get_bin_path(name))
+        rc, out, err = node_io.run(module, [interpreter or "python3", "-c", PYTHON_VERSIONS] +
+                                   list(spec.ENGINE_DISTRIBUTIONS))
+        try:
+            versions = json.loads(out)["distributions"] if rc == 0 else None
+        except (ValueError, KeyError, TypeError):
+            versions = None
+        return {"program": found, "interpreter": interpreter, "versions": versions,
+                "error": None if versions is not None else spec.redact((err or out).strip()[-300:])}
+    return None
+
+
+def _units(unit_dir, wanted):
+    """The collection's units in UNIT_DIR (and WANTED), each with its instance and ports."""
+    names = set(wanted) | set(os.path.basename(p) for p in glob.glob(os.path.join(unit_dir, "ascend-*.service")))
+    found = {}
+    for name in sorted(names):
+        entry = spec.unit_entry(name, node_io.read(os.path.join(unit_dir, name)))
+        if entry:
+            found[name] = entry
+    return found
+
+
+def _pings(module, hccn_tool, physical, peers, me):
+    if not physical:
+        return {"pings": [], "commands": []}
+    targets = spec.ping_targets(peers, me, physical[0])
+    commands = [_run(module, [hccn_tool, "-i", str(t["device"]), "-" + t["kind"], "-g", "address", t["address"]])
+                for t in targets]
+    return {"pings": targets, "commands": commands}
 
 
 def main():
@@ -109,25 +212,42 @@ def main():
                        default=["ascend-ray.service", "ascend-serve.service", "ascend-firewall.service"]),
             journal_lines=dict(type="int", default=200),
             files=dict(type="list", elements="path", default=["/etc/ascend-inference/node.env"]),
+            python_env=dict(type="path", default="/opt/ascend-inference/venv"),
+            unit_dir=dict(type="path", default="/etc/systemd/system"),
+            settings=dict(type="dict", default={}),
+            ping_peers=dict(type="dict"),
+            me=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     params = module.params
     devices, physical = node_io.davinci_devices()
-    argvs = spec.commands(params["npu_smi"], params["hccn_tool"], physical, params["units"], params["journal_lines"])
+    if params["ping_peers"] is not None:
+        module.exit_json(changed=False, bundle=_pings(module, params["hccn_tool"], physical, params["ping_peers"],
+                                                      params["me"]))
+    units = _units(params["unit_dir"], params["units"])
+    argvs = spec.commands(params["npu_smi"], params["hccn_tool"], physical,
+                          sorted(set(params["units"]) | set(units)), params["journal_lines"])
     files = {}
     for pattern in spec.files(params["ascend_home"], params["files"]):
         matches = sorted(glob.glob(pattern)) if "*" in pattern else [pattern]
         for path in matches:
             if spec.keep_file(path):
                 files[path] = _read(path)
+    commands = [_run(module, argv) for argv in argvs]
     module.exit_json(changed=False, bundle={
         "format": spec.FORMAT,
         "host": socket.gethostname(),
         "collected_at": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commands": [_run(module, argv) for argv in argvs],
+        "commands": commands,
         "files": files,
         "devices": devices,
+        "device_files": _device_files(),
+        "links": _links(params["ascend_home"]),
+        "engine": _engine(module, params["python_env"]),
+        "units": units,
+        "settings": dict((k, v) for k, v in params["settings"].items() if k in spec.SETTINGS and v is not None),
+        "npu_addresses": spec.npu_addresses(commands),
     })
 
 

@@ -6,7 +6,9 @@
 # preflight and the NPU network check on it (tests/sim/replay.yml) and prints one
 # JSON object: the devices (logic IDs) and their physical IDs, the chips, the NPU
 # family, CANN version and layout, the driver and the problems found. The node's
-# addresses are its own, not the bundle's, and it pings no other node.
+# addresses are its own, not the bundle's; its pings to the other nodes (format 2)
+# are answered as recorded. The inventory takes the bundle's settings (the engine
+# and its version, the service account) so that the checks judge as they did.
 # Needs what tests/run.sh setup installs (podman, .venv).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,8 +47,16 @@ ascend_cluster:
     ascend_model: replayed-node
     ascend_launcher: mp
 INVENTORY
+# The live inventory's values the checks judge against (format 2); the layout stays the one above.
+python3 - "$bundle" > "$work/settings.json" <<'SETTINGS'
+import json, sys
+settings = json.load(open(sys.argv[1])).get("settings") or {}
+settings.pop("ascend_launcher", None)
+print(json.dumps(settings))
+SETTINGS
 (cd "$repo" && ANSIBLE_COLLECTIONS_PATH="$repo/collections" "$repo/.venv/bin/ansible-playbook" \
-  "$here/replay.yml" -i "$work/hosts.yml" -e "report_dir=$work/reports" >"$work/playbook.log" 2>&1) || {
+  "$here/replay.yml" -i "$work/hosts.yml" -e "report_dir=$work/reports" -e "@$work/settings.json" \
+  -e "replay_bundle=$(realpath "$bundle")" >"$work/playbook.log" 2>&1) || {
   cat "$work/playbook.log" >&2; echo "replay.sh: the replay playbook failed" >&2; exit 1; }
 if [ -n "$report" ]; then cp "$work/reports/replay.json" "$report"; fi
 cat "$work/reports/replay.json"

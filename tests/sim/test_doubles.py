@@ -6,10 +6,12 @@ Each double runs as a program, as on a node, against a scratch root
 the double's output is compared with it.
 """
 
+import grp
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -354,6 +356,37 @@ def test_a_bundle_replays_its_node(node):
     assert (link.returncode, link.stderr) == (3, "recorded failure\n")
     missing = node.run("npu-smi", "info")
     assert missing.returncode == 127 and "was not recorded in the bundle of n1" in missing.stderr
+
+
+def test_a_format_2_bundle_replays_links_device_files_engine_and_pings(node):
+    """What format 2 adds (plugins/module_utils/bundle.py): CANN's latest link with the files under it, the device
+    files' mode and group, the engine's versions, and the pings to the bundle's peers as recorded."""
+    node.write(npu_count=8)
+    group = grp.getgrgid(os.getgid()).gr_name
+    latest = "/usr/local/Ascend/ascend-toolkit/latest"
+    ping = ["/usr/local/Ascend/driver/tools/hccn_tool", "-i", "4", "-ping", "-g", "address", "10.0.0.2"]
+    bundle = {"format": 2, "host": "n1", "devices": ["davinci4", "davinci5", "davinci_manager"],
+              "files": {latest + "/version.cfg": "version=8.0.RC1\n"},
+              "links": {latest: "8.0.RC1"},
+              "device_files": {"/dev/davinci4": {"type": "file", "mode": "0660", "owner": str(os.getuid()),
+                                                 "group": group, "rdev": None},
+                               "/dev/davinci5": {"type": "file", "mode": "0640", "owner": str(os.getuid()),
+                                                 "group": str(os.getgid()), "rdev": None}},
+              "engine": {"program": "/opt/engine/bin/vllm", "interpreter": "/opt/engine/bin/python3",
+                         "versions": {"vllm": "0.11.0", "vllm-ascend": "0.11.0rc1", "vllm-mindspore": None}},
+              "pings": [{"device": 4, "address": "10.0.0.2", "node": "n2", "kind": "ping"}],
+              "commands": [{"argv": ping, "rc": 1, "stdout": "3 packets transmitted, 0 received\n", "stderr": ""}]}
+    (node.root / "etc/ascend-sim/bundle.json").write_text(json.dumps(bundle))
+    node.run("ascend-sim", "apply", check=True)
+    toolkit = node.root / "usr/local/Ascend/ascend-toolkit"
+    assert os.readlink(toolkit / "latest") == "8.0.RC1"
+    assert (toolkit / "8.0.RC1" / "version.cfg").read_text() == "version=8.0.RC1\n"
+    assert stat.S_IMODE((node.root / "dev/davinci5").stat().st_mode) == 0o640
+    assert stat.S_IMODE((node.root / "dev/davinci4").stat().st_mode) == 0o660
+    metadata = list((node.root / "opt/engine/lib").glob("python3*/site-packages/vllm_ascend-0.11.0rc1.dist-info"))
+    assert metadata, "the engine's recorded version is installed"
+    answer = node.run("hccn_tool", *ping[1:])
+    assert (answer.returncode, answer.stdout) == (1, "3 packets transmitted, 0 received\n")
 
 
 # --- pyACL -------------------------------------------------------------------------

@@ -40,13 +40,17 @@ node. The pairing is the test's to choose (a wrong one is how tests make it). Wh
 /etc/ascend-sim/bundle.json (a support bundle written by playbooks/collect.yml)
 is present, the node replays that bundle instead: its files and device files
 are written as recorded, and npu-smi and hccn_tool answer every recorded
-command exactly as it answered on the node it came from.
+command exactly as it answered on the node it came from (the pings to the
+bundle's peers included). Format 2 also carries the device files' owner, group
+and mode, the symbolic links (CANN's latest), and the engine's versions, which
+the replayed node gets.
 
 Every path is taken under $ASCEND_SIM_ROOT (default "/") so that the unit tests can
 run the doubles in a scratch directory.
 """
 
 import glob
+import grp
 import json
 import os
 import platform
@@ -463,12 +467,47 @@ def apply_engine(engine):
 
 
 def apply_bundle(bundle):
-    """Write the bundle's files and device files as they were on its node."""
-    for name, content in bundle.get("files", {}).items():
-        if content is not None:
+    """Write the bundle's files, links and device files as they were on its node, and (format 2) install its engine
+    with the versions its Python reported."""
+    links = bundle.get("links") or {}
+    files = bundle.get("files", {})
+    for name, target in sorted(links.items()):
+        resolved = os.path.normpath(os.path.join(os.path.dirname(name), target))
+        if any(f.startswith(name + "/") for f in files):
+            os.makedirs(path(resolved), exist_ok=True)  # a directory: the files under the link land in its target
+        elif files.get(name) is not None:
+            write(resolved, files[name])  # a file's link: its content is the target's
+        link(name, target)
+    for name, content in files.items():
+        if content is not None and name not in links:
             write(name, content)
+    recorded = bundle.get("device_files") or {}
     set_devices([int(n[len("davinci"):]) for n in bundle.get("devices", [])
-                 if n.startswith("davinci") and n[len("davinci"):].isdigit()])
+                 if n.startswith("davinci") and n[len("davinci"):].isdigit()],
+                any(entry["type"] == "char" for entry in recorded.values()))
+    for name, entry in recorded.items():
+        if os.path.exists(path(name)):
+            os.chmod(path(name), int(entry["mode"], 8))
+            os.chown(path(name), account_id(pwd.getpwnam, entry["owner"], "useradd"),
+                     account_id(grp.getgrnam, entry["group"], "groupadd"))
+    engine = bundle.get("engine") or {}
+    versions = engine.get("versions") or {}
+    name = next((n for n in ("vllm-ascend", "vllm-mindspore") if versions.get(n)), None)
+    if name and versions.get("vllm"):
+        apply_engine({"name": name, "version": versions[name], "vllm": versions["vllm"],
+                      "env": os.path.dirname(os.path.dirname(engine["program"]))})
+
+
+def account_id(lookup, name, create):
+    """The id of the user or group NAME (a number as recorded when the node had no name for it), created when this
+    node lacks it (useradd, groupadd)."""
+    if name.isdigit():
+        return int(name)
+    try:
+        return lookup(name)[2]
+    except KeyError:
+        subprocess.run([create, "--system", name], check=True)
+        return lookup(name)[2]
 
 
 def apply(state):

@@ -52,3 +52,45 @@ def test_every_command_the_checks_read():
     files = bundle.files("/usr/local/Ascend", ["/etc/x"])
     assert "/usr/local/Ascend/driver/version.info" in files and files[-1] == "/etc/x"
     assert "/usr/local/Ascend/cann-*/*/ascend_toolkit_install.info" in files
+
+
+def hccn(device, query, stdout, rc=0):
+    return {"argv": ["/usr/local/Ascend/driver/tools/hccn_tool", "-i", str(device), "-" + query, "-g"], "rc": rc,
+            "stdout": stdout, "stderr": ""}
+
+
+def test_npu_addresses_and_the_pings_the_network_check_sends(sample):
+    """Each node's NPU addresses from its recorded hccn_tool answers (captured forms: hccn_tool-ip-g__910B1,
+    hccn_tool-vnic-g__reconstructed_A3, and an address not set yet), then the pings from the first NPU: every other
+    node's first NPU IP, and its first vNIC over HCCS where it has one (phase_npu_network.ping_targets)."""
+    ip, vnic = sample("hccn_tool-ip-g__910B1_23.0.rc2__1.txt"), sample("hccn_tool-vnic-g__reconstructed_A3__1.txt")
+    unset = sample("hccn_tool-ip-g__reconstructed_A2-A3_no-ip-preset__1.txt")
+    b = bundle.npu_addresses([hccn(0, "ip", unset), hccn(1, "ip", ip), hccn(1, "vnic", vnic), hccn(2, "ip", "", 4),
+                              {"argv": ["npu-smi", "info"], "rc": 0, "stdout": "ipaddr:1.2.3.4"}])
+    assert b == {"1": {"ip": bundle.hccn.parse("ip", ip), "vnic": "192.0.2.199"}}
+    a = bundle.npu_addresses([hccn(0, "ip", ip)])
+    assert bundle.ping_targets({"a": a, "b": b, "c": {}}, "a", 0) == [
+        {"device": 0, "address": bundle.hccn.parse("ip", ip), "node": "b", "kind": "ping"},
+        {"device": 0, "address": "192.0.2.199", "node": "b", "kind": "hccs_ping"}]
+    assert bundle.ping_targets({"a": a}, "a", 0) == []
+
+
+def test_units_name_their_instance_and_ports():
+    text = ("[Service]\nExecStart=/opt/venv/bin/vllm serve /m --headless --data-parallel-rpc-port 29551 "
+            "--port=8001\nExecStop=/bin/kill --port 9\n")
+    assert bundle.unit_entry("ascend-serve-chat.service", text) == {
+        "kind": "serve", "instance": "chat", "ports": {"data-parallel-rpc-port": 29551, "port": 8001}}
+    assert bundle.unit_entry("ascend-serve.service", "")["instance"] is None
+    # As the serve phase writes it (module_utils/systemd.command_line quotes every word).
+    quoted = 'ExecStart="/v/bin/vllm" "serve" "/m" "--port" "8000" "--data-parallel-rpc-port=29550"\n'
+    assert bundle.unit_entry("ascend-serve.service", quoted)["ports"] == {"port": 8000, "data-parallel-rpc-port": 29550}
+    assert bundle.unit_entry("ascend-pd-ds.service", None)["kind"] == "pd"
+    assert bundle.unit_entry("ascend-firewall.service", text) is None
+    assert bundle.unit_entry("sshd.service", text) is None
+
+
+def test_a_device_file_as_recorded():
+    import stat
+    entry = bundle.device_entry(stat.S_IFCHR | 0o660, bundle.os.makedev(236, 3), "HwHiAiUser", "HwHiAiUser")
+    assert entry == {"type": "char", "mode": "0660", "owner": "HwHiAiUser", "group": "HwHiAiUser", "rdev": "236:3"}
+    assert bundle.device_entry(stat.S_IFREG | 0o600, 0, "root", "root")["rdev"] is None
