@@ -31,7 +31,7 @@ import os
 import re
 import stat
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, input_rules
+from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, input_rules, phase_npu_network
 
 FORMAT = 2
 READ_FORMATS = (1, 2)
@@ -133,13 +133,10 @@ def npu_addresses(bundle_commands):
 
 
 def ping_targets(peers, me, device):
-    """What the NPU network check pings from this node's DEVICE (phase_npu_network.ping_targets): every other node's
-    first NPU IP, and on Atlas A3 (a vNIC address) its first die's vNIC over HCCS. PEERS: {host: npu_addresses}."""
-    targets = []
-    for kind, key in (("ping", "ip"), ("hccs_ping", "vnic")):
-        for host in sorted(peers):
-            npus = peers[host] or {}
-            addresses = [npus[d][key] for d in sorted(npus, key=int) if npus[d].get(key)]
-            if host != me and addresses:
-                targets.append({"device": int(device), "address": addresses[0], "node": host, "kind": kind})
-    return targets
+    """What the NPU network check pings from this node's DEVICE (phase_npu_network.ping_targets, on the addresses
+    recorded instead of the plan's checked NPUs): every other node's first NPU IP, and where the node has vNIC
+    addresses (Atlas A3) its first die's vNIC over HCCS. PEERS: {host: npu_addresses}."""
+    records = dict((host, {"checked": True, "npus": npus or {}}) for host, npus in peers.items())
+    a3 = any(entry.get("vnic") for entry in (peers.get(me) or {}).values())
+    return phase_npu_network.ping_targets(records, me, device) + (
+        phase_npu_network.ping_targets(records, me, device, "hccs_ping") if a3 else [])

@@ -191,7 +191,8 @@ def watchdog(node, settings, serve_env):
     config_path = "%s/%s.json" % (directory, cluster["units"]["watchdog"][len("ascend-"):-len(".service")])
     unit = runtime.unit_path(plan, "watchdog")
     values = {"serve_unit": cluster["units"]["serve"], "env_file": serve_env,
-              "exec_start": runtime.command_line(["/usr/bin/python3", program, config_path])}
+              "exec_start": runtime.command_line(["/usr/bin/python3", program, config_path]),
+              "remove_state": runtime.command_line(["/bin/rm", "-f", config["state_file"]])}
     return {"files": [{"path": program, "mode": "0644", "source": "serve/" + WATCHDOG_PROGRAM},
                       {"path": config_path, "mode": "0644", "content": json.dumps(config, indent=2, sort_keys=True) + "\n"},
                       {"path": unit, "mode": "0644", "template": "serve/ascend-watchdog.service.j2", "values": values}],

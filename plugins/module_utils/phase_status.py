@@ -149,7 +149,7 @@ def router_report(plan, hosts, applied):
 
 
 def watchdog_report(plan, found):
-    """(lines, problems) of an engine across nodes, from its watchdogs' state: the DP ranks that did not answer the
+    """(lines, problems) of an engine across nodes, from its watchdogs' state: the DP ranks that gave no answer to the
     head's last 1-token completions, and (mp) the headless nodes whose engines started after the head's front-end
     was up (vLLM's handshake is at start-up only: such engines are not part of the group)."""
     head = plan["cluster"]["head"]
@@ -168,10 +168,11 @@ def watchdog_report(plan, found):
         seen.get("restarts", 0), plan["cluster"]["units"]["serve"]))
     if unanswered:
         owners = ", ".join(sorted(set(nodes.get(rank, "placed by Ray") for rank in unanswered)))
-        problems.append("- DP rank(s) %s (on %s) did not answer the watchdog's 1-token completion at %s: the head's "
-                        "watchdog restarts %s on %s if they keep failing" % (
-                            ", ".join(str(rank) for rank in unanswered), owners, when,
-                            plan["cluster"]["units"]["serve"], head))
+        then = ("it gave up restarting %s on %s after restarts that brought no answer: see journalctl -u %s" % (
+            plan["cluster"]["units"]["serve"], head, plan["cluster"]["units"]["watchdog"]) if seen.get("gave_up") else
+            "the head's watchdog restarts %s on %s if they keep failing" % (plan["cluster"]["units"]["serve"], head))
+        problems.append("- DP rank(s) %s (on %s) gave no answer to the watchdog's 1-token completion at %s: %s" % (
+            ", ".join(str(rank) for rank in unanswered), owners, when, then))
     up = seen.get("healthy_since")
     for host in plan["cluster"]["node_order"]:
         started = ((found.get(host) or {}).get("watchdog") or {}).get("serve_started")

@@ -511,8 +511,8 @@ cluster:
           type: str
         watchdog:
           description: >-
-            The serve watchdog's unit, C(ascend-watchdog.service), on the nodes of an mp data-parallel group that
-            spans nodes (host mode).
+            The serve watchdog's unit, C(ascend-watchdog.service), where the engine spans nodes (host mode): every
+            node of an mp data-parallel group, the head under Ray.
           type: str
     unit_dir:
       description: Where the units are written, C(/etc/systemd/system).

@@ -121,6 +121,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
 from ansible_collections.ascend.inference.plugins.module_utils import node_io, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.managed_files import account_name
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import PYTHON_VERSIONS, shebang_interpreter
 
 
@@ -133,21 +134,14 @@ def _run(module, argv):
     return {"argv": argv, "rc": rc, "stdout": spec.redact(out), "stderr": spec.redact(err)}
 
 
-def _name(lookup, number):
-    try:
-        return lookup(number)[0]
-    except KeyError:
-        return str(number)
-
-
 def _device_files():
     found = {}
     paths = set(glob.glob("/dev/davinci*")) | set("/dev/" + n for n in service_account.MANAGEMENT_DEVICES)
     for path in sorted(paths):
         if os.path.lexists(path):
             info = os.lstat(path)
-            found[path] = spec.device_entry(info.st_mode, info.st_rdev, _name(pwd.getpwuid, info.st_uid),
-                                            _name(grp.getgrgid, info.st_gid))
+            found[path] = spec.device_entry(info.st_mode, info.st_rdev, account_name(pwd.getpwuid, info.st_uid),
+                                            account_name(grp.getgrgid, info.st_gid))
     return found
 
 

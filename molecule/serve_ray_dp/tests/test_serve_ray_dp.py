@@ -174,6 +174,6 @@ def test_a_rebooted_worker_and_then_a_rebooted_head_are_taken_back_without_a_per
         if name == WORKER:
             # The engine on the head lost two ranks with the worker's Ray: only its watchdog brought it back.
             log = node(HEAD).check_output("journalctl -u ascend-watchdog.service --no-pager -n 200")
-            assert "did not answer a 1-token completion" in log and "restarting ascend-serve.service" in log, log
+            assert "gave no answer to a 1-token completion" in log and "restarting ascend-serve.service" in log, log
         code, out = playbook("status.yml")
         assert code == 0 and "every DP rank answered" in out, out[-3000:]

@@ -10,31 +10,43 @@ and 0.23, v1/engine/utils.py and v1/engine/core.py); nothing in vLLM puts a grou
 
 So, every INTERVAL seconds:
 - head: once its /health answers, a 1-token completion to every DP rank (vLLM 0.23 and later route the
-  X-data-parallel-rank header to that rank; before, one completion reaches every rank's lock-step wave). When a
-  rank has not answered within PROBE_TIMEOUT for FAILURES rounds in a row, the head's serve unit restarts: its
-  start-up handshake takes every node again.
-- headless node: GET the head's /health. When the head was seen up while this node's engines ran, and is then
-  down FAILURES polls in a row, this node's serve unit restarts once (its engines belong to the head that went
-  away); not again until the head has been up.
+  X-data-parallel-rank header to that rank; before, one completion reaches every rank's lock-step wave). A rank
+  that gives no answer within PROBE_TIMEOUT (an HTTP error is an answer: the front-end is there) fails the round,
+  unless the engine has requests waiting (a busy engine answers late). FAILURES failed rounds in a row restart the
+  head's serve unit: its start-up handshake takes every node again. After GIVE_UP restarts with no round answered
+  in between, it stops restarting and says so (status.yml shows it).
+- headless node: GET the head's /health. When the head was seen up while this node's engines ran, is then down
+  FAILURES polls in a row, and no process of this node's serve holds a connection to the head (engines that joined
+  a head's start-up do, while it loads the model), this node's serve unit restarts once (its engines belong to the
+  head that went away); not again until the head has been up.
 
-The state goes to STATE_FILE (JSON) for status.yml. Usage: python3 serve-watchdog.py CONFIG.json
 """
 
 import json
 import os
+import http.client
+import re
+import shutil
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 # Names the probes in proxies' and servers' logs.
 USER_AGENT = "ascend-serve-watchdog"
+# Restarts of the head with no round answered in between, after which the watchdog stops restarting.
+GIVE_UP = 3
+# Where the system's own programs are: the service's environment (serve.env) puts the engine's bin/ first on PATH.
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def decide(config, state, seen):
     """One round: SEEN is {"now", "serve_started" (epoch seconds, None when the unit is not active), "healthy",
-    "unanswered" (head: the ranks that did not answer)}. Returns (state, restart, message)."""
+    "unanswered" (head: the ranks that gave no answer), "waiting" (head: requests waiting in the engine, or None),
+    "connected" (headless node: whether its serve holds a connection to the head)}. Returns (state, restart,
+    message)."""
     state = dict(state)
     failures = config["failures"]
     if config["role"] == "head":
@@ -44,33 +56,48 @@ def decide(config, state, seen):
         if state.get("healthy_since") is None:
             state["healthy_since"] = seen["now"]
         state["unanswered"] = sorted(seen["unanswered"])
-        state["failed_rounds"] = state.get("failed_rounds", 0) + 1 if seen["unanswered"] else 0
-        if state["failed_rounds"] < failures:
+        if not seen["unanswered"]:
+            state.update(failed_rounds=0, fruitless_restarts=0, gave_up=False)
             return state, False, None
-        message = ("DP rank(s) %s did not answer a 1-token completion within %ds, %d rounds in a row: restarting %s "
-                   "so that every node joins its start-up again" % (
-                       ", ".join("%d (%s)" % (rank, config["rank_nodes"][str(rank)]) for rank in state["unanswered"]),
-                       config["probe_timeout"], failures, config["serve_unit"]))
-        state.update(failed_rounds=0, healthy_since=None, restarts=state.get("restarts", 0) + 1)
+        if seen.get("waiting"):
+            return state, False, None  # a busy engine answers late: not a failed round
+        state["failed_rounds"] = state.get("failed_rounds", 0) + 1
+        if state["failed_rounds"] < failures or state.get("gave_up"):
+            return state, False, None
+        ranks = ", ".join("%d (%s)" % (rank, config["rank_nodes"][str(rank)]) for rank in state["unanswered"])
+        if state.get("fruitless_restarts", 0) >= GIVE_UP:
+            state["gave_up"] = True
+            return state, False, ("DP rank(s) %s still give no answer after %d restarts of %s: no more restarts "
+                                  "until a round is answered" % (ranks, GIVE_UP, config["serve_unit"]))
+        message = ("DP rank(s) %s gave no answer to a 1-token completion within %ds, %d rounds in a row: restarting "
+                   "%s so that every node joins its start-up again" % (
+                       ranks, config["probe_timeout"], failures, config["serve_unit"]))
+        state.update(failed_rounds=0, healthy_since=None, restarts=state.get("restarts", 0) + 1,
+                     fruitless_restarts=state.get("fruitless_restarts", 0) + 1)
         return state, True, message
     if seen["healthy"]:
         state.update(head_seen_up=seen["now"], head_down_polls=0)
         return state, False, None
     state["head_down_polls"] = state.get("head_down_polls", 0) + 1
     seen_up, started = state.get("head_seen_up"), seen["serve_started"]
-    if (state["head_down_polls"] < failures or seen_up is None or started is None or started > seen_up):
+    if (state["head_down_polls"] < failures or seen_up is None or started is None or started > seen_up
+            or seen["connected"]):
         return state, False, None
     message = ("the head's API at %s has been down for %d polls after it was up at %s while this node's engines "
-               "ran: restarting %s so that they join the head's next start-up" % (
+               "ran, and they hold no connection to it: restarting %s so that they join the head's next start-up" % (
                    config["head_url"], state["head_down_polls"], time.strftime("%H:%M:%S", time.localtime(seen_up)),
                    config["serve_unit"]))
     state.update(head_down_polls=0, restarts=state.get("restarts", 0) + 1)
     return state, True, message
 
 
+def system(program):
+    return shutil.which(program, path=SYSTEM_PATH) or program
+
+
 def serve_started(unit):
     """When UNIT last became active (epoch seconds), or None when it is not active."""
-    shown = subprocess.run(["systemctl", "show", "--property=ActiveState,ActiveEnterTimestampMonotonic", unit],
+    shown = subprocess.run([system("systemctl"), "show", "--property=ActiveState,ActiveEnterTimestampMonotonic", unit],
                            capture_output=True, text=True, check=False).stdout
     values = dict(line.split("=", 1) for line in shown.splitlines() if "=" in line)
     if values.get("ActiveState") != "active":
@@ -80,21 +107,23 @@ def serve_started(unit):
     return time.time() - (time.monotonic() - since)
 
 
-def request(url, timeout, body=None, headers=None):
-    """True when URL answers 200 within TIMEOUT."""
+def status_of(url, timeout, body=None, headers=None):
+    """The HTTP status URL answers with within TIMEOUT, or None when nothing answers (refused, reset, timed out)."""
     data = json.dumps(body).encode() if body is not None else None
     call = urllib.request.Request(url, data=data, headers=dict(headers or {}, **{"Content-Type": "application/json",
                                                                                  "User-Agent": USER_AGENT}))
     try:
         with urllib.request.urlopen(call, timeout=timeout) as answer:
             answer.read()
-            return answer.status == 200
-    except (OSError, ValueError):
-        return False
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
 
 
 def unanswered(config):
-    """The DP ranks that did not answer a 1-token completion."""
+    """The DP ranks that gave no answer to a 1-token completion."""
     headers = {}
     key = os.environ.get("VLLM_API_KEY")
     if key:
@@ -102,9 +131,35 @@ def unanswered(config):
     body = {"model": config["model"], "prompt": "ping", "max_tokens": 1}
     url = config["head_url"] + "/v1/completions"
     if not config["rank_header"]:
-        return [] if request(url, config["probe_timeout"], body, headers) else list(config["ranks"])
-    return [rank for rank in config["ranks"]
-            if not request(url, config["probe_timeout"], body, dict(headers, **{"X-data-parallel-rank": str(rank)}))]
+        return [] if status_of(url, config["probe_timeout"], body, headers) is not None else list(config["ranks"])
+    return [rank for rank in config["ranks"] if status_of(
+        url, config["probe_timeout"], body, dict(headers, **{"X-data-parallel-rank": str(rank)})) is None]
+
+
+def waiting(config):
+    """The requests waiting in the engine (vllm:num_requests_waiting, summed), or None where /metrics is not read."""
+    call = urllib.request.Request(config["head_url"] + "/metrics", headers={"User-Agent": USER_AGENT})
+    try:
+        with urllib.request.urlopen(call, timeout=10) as answer:
+            text = answer.read().decode("utf-8", "replace")
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    values = re.findall(r"^vllm:num_requests_waiting(?:\{[^}]*\})? ([0-9.eE+-]+)$", text, re.M)
+    return sum(float(value) for value in values) if values else None
+
+
+def connected(unit, address):
+    """Whether a process of UNIT holds an established TCP connection to ADDRESS: engines that joined that head do."""
+    listed = subprocess.run([system("ss"), "-Htnp", "state", "established", "dst", address],
+                            capture_output=True, text=True, check=False).stdout
+    for pid in set(re.findall(r"pid=(\d+)", listed)):
+        try:
+            with open("/proc/%s/cgroup" % pid) as handle:
+                if "/%s" % unit in handle.read():
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def write_state(path, state):
@@ -118,17 +173,21 @@ def main(config_path):
     with open(config_path) as handle:
         config = json.load(handle)
     state = {"role": config["role"], "serve_unit": config["serve_unit"]}
+    head_address = urllib.parse.urlsplit(config["head_url"]).hostname
     while True:
         started = serve_started(config["serve_unit"])
-        healthy = started is not None or config["role"] != "head"
-        healthy = healthy and request(config["head_url"] + "/health", 10)
-        seen = {"now": time.time(), "serve_started": started, "healthy": healthy,
-                "unanswered": unanswered(config) if healthy and config["role"] == "head" else []}
+        head = config["role"] == "head"
+        healthy = (started is not None or not head) and status_of(config["head_url"] + "/health", 10) == 200
+        missing = unanswered(config) if healthy and head else []
+        seen = {"now": time.time(), "serve_started": started, "healthy": healthy, "unanswered": missing,
+                "waiting": waiting(config) if missing else None,
+                "connected": not head and not healthy and connected(config["serve_unit"], head_address)}
         state, restart, message = decide(config, state, seen)
         state.update(checked=seen["now"], serve_started=started)
-        if restart:
+        if message:
             print(message, flush=True)
-            subprocess.run(["systemctl", "restart", "--no-block", config["serve_unit"]], check=False)
+        if restart:
+            subprocess.run([system("systemctl"), "restart", "--no-block", config["serve_unit"]], check=False)
         write_state(config["state_file"], state)
         time.sleep(config["interval"])
 

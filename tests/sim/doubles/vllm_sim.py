@@ -33,8 +33,9 @@ GET /v1/models and POST /v1/completions.
 - What differs by vLLM release (vllm/entrypoints/cli/serve.py, engine/arg_utils.py
   of 0.9.1 and 0.23.0): a start rank on a node that is not headless switches the
   head to hybrid load balancing (0.9.1: never, it has none; 0.11: a non-zero
-  one; 0.23 and later: any), where it serves only its local ranks, so the
-  headless nodes' ranks are refused. --api-server-count on a --headless node is
+  one; 0.23 and later: any), where it serves only its local ranks: its start-up
+  is complete without the headless nodes, which never get the handshake.
+  --api-server-count on a --headless node is
   an error when above 1 (0.9.1) or above 0 (0.23 and later); on an
   internal-load-balancing head it defaults to the DP size from 0.23 (before: 1).
 

@@ -30,14 +30,15 @@ def rounds(config, seen_list, state=None):
     return decisions, state, message
 
 
-def head_seen(now, unanswered=(), healthy=True, started=100.0):
-    return {"now": now, "serve_started": started, "healthy": healthy, "unanswered": list(unanswered)}
+def head_seen(now, unanswered=(), healthy=True, started=100.0, waiting=0.0):
+    return {"now": now, "serve_started": started, "healthy": healthy, "unanswered": list(unanswered),
+            "waiting": waiting, "connected": False}
 
 
 def test_the_head_restarts_after_a_rank_is_unanswered_failures_rounds_in_a_row():
     decisions, state, message = rounds(HEAD, [head_seen(110), head_seen(120, [2, 3]), head_seen(130, [2, 3])])
     assert decisions == [False, False, True]
-    assert message.startswith("DP rank(s) 2 (w), 3 (w) did not answer a 1-token completion within 60s, 2 rounds")
+    assert message.startswith("DP rank(s) 2 (w), 3 (w) gave no answer to a 1-token completion within 60s, 2 rounds")
     assert state["restarts"] == 1 and state["failed_rounds"] == 0
 
 
@@ -50,8 +51,9 @@ def test_an_answer_in_between_resets_the_count_and_a_down_head_is_not_probed():
     assert state["healthy_since"] == 150
 
 
-def worker_seen(now, healthy, started=100.0):
-    return {"now": now, "serve_started": started, "healthy": healthy, "unanswered": []}
+def worker_seen(now, healthy, started=100.0, connected=False):
+    return {"now": now, "serve_started": started, "healthy": healthy, "unanswered": [], "waiting": None,
+            "connected": connected}
 
 
 def test_a_headless_node_restarts_once_when_the_head_it_joined_went_away():
@@ -72,3 +74,54 @@ def test_a_headless_node_started_after_the_head_was_last_seen_up_waits_for_it():
 def test_a_headless_node_that_never_saw_its_head_up_does_nothing():
     decisions, _state, _message = rounds(WORKER, [worker_seen(t, False) for t in (110, 120, 130, 140)])
     assert decisions == [False] * 4
+
+
+def test_a_busy_engine_is_not_restarted_for_a_late_answer():
+    decisions, state, _message = rounds(HEAD, [head_seen(t, [2], waiting=5.0) for t in (110, 120, 130, 140)])
+    assert decisions == [False] * 4 and state.get("failed_rounds", 0) == 0
+
+
+def test_the_head_gives_up_after_restarts_that_bring_no_answer_and_resumes_after_one():
+    seen = []
+    for restart in range(4):
+        base = 1000 * restart
+        seen += [head_seen(base + 10, [2]), head_seen(base + 20, [2])]
+    decisions, state, message = rounds(HEAD, seen)
+    assert decisions.count(True) == 3 and state["gave_up"] and "no more restarts" in message
+    # One answered round, and it restarts again when a rank is lost later.
+    decisions, state, _message = rounds(HEAD, [head_seen(5010), head_seen(5020, [1]), head_seen(5030, [1])], state)
+    assert decisions == [False, False, True] and not state["gave_up"]
+
+
+def test_engines_that_joined_the_heads_new_start_up_are_left_to_load():
+    """The worker's engines started (100) before the head was last seen up (110) but hold a connection to the head:
+    they are in its start-up (a rebooted worker's engines, taken in when the head restarted)."""
+    decisions, _state, _message = rounds(WORKER, [worker_seen(110, True)] + [
+        worker_seen(t, False, connected=True) for t in (120, 130, 140)])
+    assert decisions == [False] * 4
+
+
+def test_an_http_error_is_an_answer_and_silence_is_not():
+    """status_of against a local server: 401 is an answer (the front-end is there); a closed port is none."""
+    import http.server
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = {"model": "m", "head_url": "http://127.0.0.1:%d" % server.server_port, "probe_timeout": 5,
+                  "rank_header": True, "ranks": [0, 1]}
+        assert watchdog.unanswered(config) == []
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert watchdog.unanswered(dict(config, rank_header=False)) == [0, 1]

@@ -68,11 +68,14 @@ def test_npu_addresses_and_the_pings_the_network_check_sends(sample):
     b = bundle.npu_addresses([hccn(0, "ip", unset), hccn(1, "ip", ip), hccn(1, "vnic", vnic), hccn(2, "ip", "", 4),
                               {"argv": ["npu-smi", "info"], "rc": 0, "stdout": "ipaddr:1.2.3.4"}])
     assert b == {"1": {"ip": bundle.hccn.parse("ip", ip), "vnic": "192.0.2.199"}}
-    a = bundle.npu_addresses([hccn(0, "ip", ip)])
+    a = bundle.npu_addresses([hccn(0, "ip", ip), hccn(0, "vnic", vnic)])
     assert bundle.ping_targets({"a": a, "b": b, "c": {}}, "a", 0) == [
         {"device": 0, "address": bundle.hccn.parse("ip", ip), "node": "b", "kind": "ping"},
         {"device": 0, "address": "192.0.2.199", "node": "b", "kind": "hccs_ping"}]
     assert bundle.ping_targets({"a": a}, "a", 0) == []
+    # A node without vNIC addresses (not an Atlas A3) sends no HCCS ping, as the check does on other families.
+    a2 = bundle.npu_addresses([hccn(0, "ip", ip)])
+    assert [t["kind"] for t in bundle.ping_targets({"a": a2, "b": b}, "a", 0)] == ["ping"]
 
 
 def test_units_name_their_instance_and_ports():

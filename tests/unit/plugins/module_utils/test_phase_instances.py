@@ -647,8 +647,11 @@ def test_status_names_unanswered_ranks_and_engines_started_after_the_head():
     found["h"]["watchdog"]["unanswered"] = [1]
     lines, problems = phase_status.watchdog_report(plan, found)
     assert "DP ranks [1] unanswered" in lines[0]
-    assert problems[0].startswith("- DP rank(s) 1 (on w) did not answer the watchdog's 1-token completion")
+    assert problems[0].startswith("- DP rank(s) 1 (on w) gave no answer to the watchdog's 1-token completion")
+    assert problems[0].endswith("the head's watchdog restarts ascend-serve-chat.service on h if they keep failing")
     assert problems[1].startswith("- the engines on w started at ") and "after the head's front-end on h" in problems[1]
+    found["h"]["watchdog"]["gave_up"] = True
+    assert "it gave up restarting ascend-serve-chat.service on h" in phase_status.watchdog_report(plan, found)[1][0]
     # No watchdog state (off, or not run yet): nothing said.
     assert phase_status.watchdog_report(plan, {"h": {}, "w": {}}) == ([], [])
 
