@@ -19,7 +19,7 @@ NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can us
           "ansible-vault or -e @secrets.yml); clients then send \"Authorization: Bearer <key>\".")
 SETTINGS = {"python_env": "str", "executable": "str", "config_dir": "str", "restart_sec": "int", "node_env_file": "str",
             "secrets_file": "str", "ray_env_file": "str", "watchdog_enabled": "bool", "watchdog_interval": "int",
-            "watchdog_probe_timeout": "int", "watchdog_failures": "int"}
+            "watchdog_probe_timeout": "int", "watchdog_failures": "int", "ready_timeout": "int"}
 WATCHDOG_PROGRAM = "serve-watchdog.py"
 
 
@@ -164,6 +164,8 @@ def watchdog_config(plan, host, settings):
         "interval": settings["watchdog_interval"],
         "probe_timeout": settings["watchdog_probe_timeout"],
         "failures": settings["watchdog_failures"],
+        # How long a headless node leaves engines connected to a head that is down: its longest start-up.
+        "grace": settings["ready_timeout"],
         "state_file": watchdog_state_file(plan),
     }
 

@@ -17,8 +17,9 @@ So, every INTERVAL seconds:
   in between, it stops restarting and says so (status.yml shows it).
 - headless node: GET the head's /health. When the head was seen up while this node's engines ran, is then down
   FAILURES polls in a row, and no process of this node's serve holds a connection to the head (engines that joined
-  a head's start-up do, while it loads the model), this node's serve unit restarts once (its engines belong to the
-  head that went away); not again until the head has been up.
+  a head's start-up do, while it loads the model) or the head has been down longer than GRACE (a start-up's
+  longest wait: a head that lost power leaves its connections open on this side), this node's serve unit
+  restarts once (its engines belong to the head that went away); not again until the head has been up.
 
 """
 
@@ -76,18 +77,21 @@ def decide(config, state, seen):
                      fruitless_restarts=state.get("fruitless_restarts", 0) + 1)
         return state, True, message
     if seen["healthy"]:
-        state.update(head_seen_up=seen["now"], head_down_polls=0)
+        state.update(head_seen_up=seen["now"], head_down_polls=0, head_down_since=None)
         return state, False, None
     state["head_down_polls"] = state.get("head_down_polls", 0) + 1
+    if state.get("head_down_since") is None:
+        state["head_down_since"] = seen["now"]
     seen_up, started = state.get("head_seen_up"), seen["serve_started"]
-    if (state["head_down_polls"] < failures or seen_up is None or started is None or started > seen_up
-            or seen["connected"]):
+    # A connection that outlived its head (it went without closing it: power lost) holds no longer than a start-up.
+    held = seen["connected"] and seen["now"] - state["head_down_since"] < config["grace"]
+    if state["head_down_polls"] < failures or seen_up is None or started is None or started > seen_up or held:
         return state, False, None
     message = ("the head's API at %s has been down for %d polls after it was up at %s while this node's engines "
                "ran, and they hold no connection to it: restarting %s so that they join the head's next start-up" % (
                    config["head_url"], state["head_down_polls"], time.strftime("%H:%M:%S", time.localtime(seen_up)),
                    config["serve_unit"]))
-    state.update(head_down_polls=0, restarts=state.get("restarts", 0) + 1)
+    state.update(head_down_polls=0, head_down_since=None, restarts=state.get("restarts", 0) + 1)
     return state, True, message
 
 

@@ -16,7 +16,7 @@ watchdog = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(watchdog)
 
 HEAD = {"role": "head", "serve_unit": "ascend-serve.service", "head_url": "http://192.0.2.10:8000", "failures": 2,
-        "probe_timeout": 60, "rank_nodes": {"0": "h", "1": "h", "2": "w", "3": "w"}}
+        "probe_timeout": 60, "rank_nodes": {"0": "h", "1": "h", "2": "w", "3": "w"}, "grace": 600}
 WORKER = dict(HEAD, role="worker")
 
 
@@ -96,9 +96,13 @@ def test_the_head_gives_up_after_restarts_that_bring_no_answer_and_resumes_after
 def test_engines_that_joined_the_heads_new_start_up_are_left_to_load():
     """The worker's engines started (100) before the head was last seen up (110) but hold a connection to the head:
     they are in its start-up (a rebooted worker's engines, taken in when the head restarted)."""
-    decisions, _state, _message = rounds(WORKER, [worker_seen(110, True)] + [
+    decisions, state, _message = rounds(WORKER, [worker_seen(110, True)] + [
         worker_seen(t, False, connected=True) for t in (120, 130, 140)])
     assert decisions == [False] * 4
+    # Past the grace (a start-up's longest wait), a connection no longer holds: the head may have lost power
+    # without closing it.
+    decisions, _state, _message = rounds(WORKER, [worker_seen(120 + 600, False, connected=True)], state)
+    assert decisions == [True]
 
 
 def test_an_http_error_is_an_answer_and_silence_is_not():

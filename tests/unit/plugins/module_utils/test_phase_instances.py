@@ -28,7 +28,8 @@ INSTANCES = {"chat": {"hosts": ["h", "w"], "npus_per_host": 2, "data_parallel_si
 SERVE = {"python_env": "/opt/venv", "executable": "/opt/venv/bin/vllm", "config_dir": "/etc/ascend-inference",
          "restart_sec": 10, "node_env_file": "/etc/ascend-inference/node.env",
          "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env",
-         "watchdog_enabled": True, "watchdog_interval": 10, "watchdog_probe_timeout": 60, "watchdog_failures": 2}
+         "watchdog_enabled": True, "watchdog_interval": 10, "watchdog_probe_timeout": 60, "watchdog_failures": 2,
+         "ready_timeout": 1800}
 NODE_ENV = {"file": "/etc/ascend-inference/node.env", "secrets_file": "/etc/ascend-inference/secrets.env",
             "profile": "/etc/profile.d/ascend-inference.sh", "cann_set_env": "/set_env.sh", "services": [],
             "pyacl_site_packages": None}

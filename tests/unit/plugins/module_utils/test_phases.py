@@ -233,7 +233,8 @@ def test_container_mode_refuses_different_images():
 SERVE = {"python_env": "/opt/ascend-inference/venv", "executable": "", "config_dir": "/etc/ascend-inference",
          "restart_sec": 10, "node_env_file": "/etc/ascend-inference/node.env",
          "secrets_file": "/etc/ascend-inference/secrets.env", "ray_env_file": "/etc/ascend-inference/ray.env",
-         "watchdog_enabled": True, "watchdog_interval": 10, "watchdog_probe_timeout": 60, "watchdog_failures": 2}
+         "watchdog_enabled": True, "watchdog_interval": 10, "watchdog_probe_timeout": 60, "watchdog_failures": 2,
+         "ready_timeout": 1800}
 FOUND = {"preflight": {"engine_program": {"program": "vllm", "python_env": "/opt/ascend-inference/venv",
                                           "found": "/opt/ascend-inference/venv/bin/vllm"}}}
 
