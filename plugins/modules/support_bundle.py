@@ -19,7 +19,7 @@ description:
     C(systemctl show) and the last journal lines - and reads the CANN, driver and NPU network files.
   - Also records the C(/dev/davinci*) and management device files (type, mode, owner, group, major:minor), the
     target of every symbolic link under O(ascend_home) two levels down (CANN's C(latest), C(cann)), the engine's
-    and vLLM's versions as the serve program's Python reports them, each unit of the collection with the instance
+    and vLLM's versions as the serve program's Python reports them (the image's in container mode), each unit of the collection with the instance
     it belongs to and the ports its command names, and O(settings).
   - Returns them as one bundle (format 2, see docs/support-bundle.md) that C(tests/sim/replay.sh) replays on a
     simulated node. A command that fails is recorded with its exit status, never a module failure.
@@ -78,6 +78,16 @@ options:
       as given. Never a secret.
     type: dict
     default: {}
+  container_image:
+    description:
+      - Container mode (C(ascend_runtime=container)) - the engine image on the node. The engine's and vLLM's
+        versions are then read inside it, by its C(python3), in a throwaway container without network, as the
+        engine_container role reads them; the image is not pulled.
+    type: str
+  container_engine:
+    description: The program that runs O(container_image), C(podman) or C(docker); C(auto) takes the one found.
+    type: str
+    default: auto
   ping_peers:
     description: >-
       The other nodes' NPU addresses, C({host: {device: {ip, vnic}}}). When given, the module only pings.
@@ -120,7 +130,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
-from ansible_collections.ascend.inference.plugins.module_utils import node_io, service_account
+from ansible_collections.ascend.inference.plugins.module_utils import container, node_io, service_account
 from ansible_collections.ascend.inference.plugins.module_utils.managed_files import account_name
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import PYTHON_VERSIONS, shebang_interpreter
 
@@ -176,6 +186,24 @@ def _engine(module, python_env):
     return None
 
 
+def _image_engine(module, image, engine):
+    """The engine's and vLLM's versions inside IMAGE, read by its python3 (container.inspect_argv)."""
+    names = ["podman", "docker"] if engine == "auto" else [engine]
+    program = next((module.get_bin_path(name) for name in names if module.get_bin_path(name)), None)
+    if program is None:
+        return {"image": image, "program": None, "interpreter": None, "versions": None,
+                "error": "none of %s found" % ", ".join(names)}
+    rc, out, err = node_io.run(module, [program, "run", "--rm", "--pull=never", "--net=none", "--entrypoint=python3", image]
+                               + container.inspect_argv())
+    try:
+        found = json.loads(out.strip().splitlines()[-1])["versions"] if rc == 0 else None
+    except (ValueError, IndexError, KeyError, TypeError):
+        found = None
+    versions = dict((name, found.get(name)) for name in spec.ENGINE_DISTRIBUTIONS) if found is not None else None
+    return {"image": image, "program": None, "interpreter": "python3 in " + image, "versions": versions,
+            "error": None if found is not None else spec.redact((err or out).strip()[-300:])}
+
+
 def _units(unit_dir, wanted):
     """The collection's units in UNIT_DIR (and WANTED), each with its instance and ports."""
     names = set(wanted) | set(os.path.basename(p) for p in glob.glob(os.path.join(unit_dir, "ascend-*.service")))
@@ -209,6 +237,8 @@ def main():
             python_env=dict(type="path", default="/opt/ascend-inference/venv"),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             settings=dict(type="dict", default={}),
+            container_image=dict(type="str"),
+            container_engine=dict(type="str", default="auto"),
             ping_peers=dict(type="dict"),
             me=dict(type="str"),
         ),
@@ -238,7 +268,8 @@ def main():
         "devices": devices,
         "device_files": _device_files(),
         "links": _links(params["ascend_home"]),
-        "engine": _engine(module, params["python_env"]),
+        "engine": (_image_engine(module, params["container_image"], params["container_engine"])
+                   if params["container_image"] else _engine(module, params["python_env"])),
         "units": units,
         "settings": dict((k, v) for k, v in params["settings"].items() if k in spec.SETTINGS and v is not None),
         "npu_addresses": spec.npu_addresses(commands),

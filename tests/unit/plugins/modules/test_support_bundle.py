@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import stat
 import sys
 
@@ -72,3 +73,18 @@ def test_pings_go_where_the_network_check_sends_them(run_module, tmp_path, monke
         "commands": [{"argv": [hccn, "-i", "4", "-ping", "-g", "address", "10.0.0.2"], "rc": 1,
                       "stdout": "hccn_tool -i 4 -ping -g address 10.0.0.2\n3 packets transmitted, 0 received\n",
                       "stderr": ""}]}
+
+
+def test_in_container_mode_the_engine_versions_are_the_images(run_module, tmp_path, monkeypatch):
+    """The image's python3 answers container.INSPECT (as the engine_container role reads an image); the bundle keeps
+    the engine distributions' versions."""
+    answer = '{"python": "3.11.6", "versions": {"vllm": "0.23.0", "vllm-ascend": "0.23.0", "vllm-mindspore": null, ' \
+             '"ray": "2.46.0"}, "files": {}, "set_env": []}'
+    podman = tool(tmp_path, "podman", 'echo "$*" > %s/argv; echo \'%s\'' % (tmp_path, answer))
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
+    done = run_module(main, {"npu_smi": podman, "hccn_tool": podman, "units": [], "files": [],
+                             "container_image": "quay.io/ascend/vllm-ascend:v0.23.0", "container_engine": "podman"})
+    engine = done.result["bundle"]["engine"]
+    assert engine["versions"] == {"vllm": "0.23.0", "vllm-ascend": "0.23.0", "vllm-mindspore": None}
+    assert engine["image"] == "quay.io/ascend/vllm-ascend:v0.23.0" and engine["error"] is None
+    assert (tmp_path / "argv").read_text().startswith("run --rm --pull=never --net=none --entrypoint=python3 quay.io/ascend/")
