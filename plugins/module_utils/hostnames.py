@@ -54,12 +54,18 @@ def etc_hosts_block(nodes):
 def with_block(text, marker, block):
     """TEXT (a file's content) with BLOCK between MARKER's BEGIN and END lines, as ansible.builtin.blockinfile
     leaves it: where both markers are there, the lines from the last BEGIN to the last END (either order) replaced;
-    otherwise the block added at the end (after a line break where the text lacks its last). Everything else is
+    otherwise the block added at the end (after a line break where the text lacks its last). BLOCK None removes
+    the markers and what is between them (nothing changes where they are not both there). Everything else is
     kept byte for byte, carriage returns included."""
     begin, end = marker.replace("{mark}", "BEGIN"), marker.replace("{mark}", "END")
     lines = (text or "").splitlines(True)
     bare = [line.rstrip("\r\n") for line in lines]
-    wanted = [begin + "\n"] + [line + "\n" for line in block.splitlines()] + [end + "\n"]
+    if block is None:
+        wanted = []
+        if not (begin in bare and end in bare):
+            return text
+    else:
+        wanted = [begin + "\n"] + [line + "\n" for line in block.splitlines()] + [end + "\n"]
     starts = [index for index, line in enumerate(bare) if line == begin]
     ends = [index for index, line in enumerate(bare) if line == end]
     if starts and ends:

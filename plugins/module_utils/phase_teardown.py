@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, phase_instances, planner, router_plan
+from ansible_collections.ascend.inference.plugins.module_utils import (
+    monitoring_plan, phase_hostnames, phase_instances, planner, router_plan)
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve", "watchdog")
@@ -39,8 +40,8 @@ REMOVE_SETTINGS = {"config_dir": "str", "exporter_program": "str"}
 
 def removed(node, settings):
     """remove_node.yml's phase on the node it takes out: every unit of the collection stopped, disabled and its
-    file removed (the router and serve first, as a teardown), then the collection's configuration directory and the
-    NPU exporter's program; no Ray or serve process left. Installed software (CANN, the engine, Ray) stays.
+    file removed (the router and serve first, as a teardown), then the collection's configuration directory, the
+    NPU exporter's program and the cluster's block in /etc/hosts; no Ray or serve process left. Installed software (CANN, the engine, Ray) stays.
     settings: config_dir (ascend_config_dir), exporter_program (npu_exporter_program)."""
     stopped = desired(node, {})["apply"]
     units, absent = [], []
@@ -49,4 +50,7 @@ def removed(node, settings):
         units.append({"name": unit["name"], "file": path, "state": "absent"})
         absent.append(path)
     absent += [settings["config_dir"], settings["exporter_program"]]
-    return {"apply": {"units": units, "absent": absent, "leftovers": stopped["leftovers"]}, "record": {"removed": True}}
+    # The cluster's names in its own /etc/hosts go too (the hostnames phase's block).
+    blocks = [{"path": "/etc/hosts", "marker": phase_hostnames.MARKER, "block": None}]
+    return {"apply": {"units": units, "absent": absent, "blocks": blocks, "leftovers": stopped["leftovers"]},
+            "record": {"removed": True}}

@@ -126,9 +126,8 @@ options:
         type: str
         required: true
       block:
-        description: The lines between the markers.
+        description: The lines between the markers; unset, the markers and what is between them are removed.
         type: str
-        required: true
   absent:
     description: Paths to remove (a directory with what it holds), after the units that use them stopped.
     type: list
@@ -457,7 +456,7 @@ ARGUMENT_SPEC = dict(
     secrets=dict(type="dict", default={}, no_log=True),
     blocks=dict(type="list", elements="dict", default=[], options=dict(
         path=dict(type="path", required=True), marker=dict(type="str", required=True),
-        block=dict(type="str", required=True))),
+        block=dict(type="str"))),
     absent=dict(type="list", elements="path", default=[]),
     sweep=dict(type="list", elements="dict", default=[], options=dict(
         directory=dict(type="path", required=True), pattern=dict(type="str", required=True),
@@ -626,6 +625,8 @@ class Apply(object):
         # As blockinfile does: a link's target is the file edited.
         path = os.path.realpath(spec["path"])
         have = apply_files.on_disk(path, False)
+        if have is None and spec["block"] is None:
+            return  # nothing to remove
         if have is None:
             raise apply_files.Refused("%s does not exist (a managed block is written only into an existing file)" % path)
         text = have["content"].decode("utf-8", errors="surrogateescape")

@@ -581,6 +581,8 @@ def test_a_node_no_instance_needs_any_more_is_taken_out():
     assert not host.file("/etc/ascend-inference").exists
     assert not host.file("/usr/local/bin/ascend-npu-exporter").exists
     assert host.run("nft list table inet ascend_inference").rc != 0
+    # Its own /etc/hosts keeps no block of the cluster's names.
+    assert "ascend.inference cluster nodes" not in host.file("/etc/hosts").content_string
     assert host.file("/opt/ascend-inference/venv/bin/vllm").exists
     # Prometheus no longer scrapes its exporter; the others are still served through the router.
     npus = json.loads(node(MON).file("/etc/prometheus/ascend-inference/targets/npu.json").content_string)

@@ -71,3 +71,11 @@ def test_the_last_markers_count_as_blockinfile_reads_them():
     # One marker alone: a block of its own at the end, as blockinfile writes it.
     assert hostnames.with_block("a\n# BEGIN nodes\n", MARKER, BLOCK) == "a\n# BEGIN nodes\n" + WRITTEN[len(
         "127.0.0.1 localhost\n"):]
+
+
+def test_a_block_removed_leaves_the_rest_byte_for_byte():
+    assert hostnames.with_block(WRITTEN + "10.0.0.9 other\n", MARKER, None) == "127.0.0.1 localhost\n10.0.0.9 other\n"
+    # Without both markers there is no block: nothing changes.
+    assert hostnames.with_block("127.0.0.1 localhost\n# BEGIN nodes\nx\n", MARKER, None) == (
+        "127.0.0.1 localhost\n# BEGIN nodes\nx\n")
+    assert hostnames.with_block("", MARKER, None) == ""

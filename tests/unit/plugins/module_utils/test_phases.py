@@ -361,6 +361,8 @@ def test_a_node_taken_out_loses_every_unit_and_the_collections_files():
     # Each unit's file, then the configuration and the exporter's program; no Ray or serve process may stay.
     assert state["absent"] == [u["file"] for u in state["units"]] + ["/etc/x", "/usr/local/bin/e"]
     assert state["leftovers"]["pattern"].startswith("raylet|")
+    # And the hostnames phase's block of the cluster's names in its /etc/hosts.
+    assert state["blocks"] == [{"path": "/etc/hosts", "marker": phase_hostnames.MARKER, "block": None}]
 
 
 def test_merge_appends_and_keeps_one_of_each():

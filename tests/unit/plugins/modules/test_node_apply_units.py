@@ -227,6 +227,12 @@ def test_a_managed_block_keeps_the_rest_of_the_file(run_module, systemd, tmp_pat
     assert hosts.read_text() == "127.0.0.1 localhost\n# BEGIN nodes\n10.0.0.1 a\n10.0.0.2 b\n# END nodes\n::1 ip6\n"
     assert done["changed_paths"] == [str(hosts)] and oct(os.stat(str(hosts)).st_mode & 0o777) == "0o640"
     assert not run_module(node_apply.main, {"blocks": [block]}).result["changed"]
+    # Unset, the block goes (remove_node.yml on the node it takes out); then, and where the file is not, nothing.
+    gone = dict(block, block=None)
+    assert run_module(node_apply.main, {"blocks": [gone]}).result["changed_paths"] == [str(hosts)]
+    assert hosts.read_text() == "127.0.0.1 localhost\n::1 ip6\n"
+    assert not run_module(node_apply.main, {"blocks": [gone]}).result["changed"]
+    assert not run_module(node_apply.main, {"blocks": [dict(gone, path=str(tmp_path / "none"))]}).result["changed"]
 
 
 def test_a_kept_directory_is_only_created(run_module, systemd, tmp_path):
