@@ -115,3 +115,16 @@ def recovered(host, api_ip, model, seconds, key=None):
             return time.time() - began
         assert time.time() - began < seconds, "no completion %d s after the restart: %s" % (seconds, answer)
         time.sleep(3)
+
+
+def watchdog_answered(head, seconds, state_file="/run/ascend-watchdog.json"):
+    """Wait, at most SECONDS, for a round of the head's serve watchdog in which every DP rank answered (what
+    status.yml then reports)."""
+    deadline = time.time() + seconds
+    while True:
+        found = head.run("cat %s" % state_file)
+        state = json.loads(found.stdout) if found.rc == 0 and found.stdout.strip() else {}
+        if state.get("healthy_since") and not state.get("unanswered"):
+            return state
+        assert time.time() < deadline, "no round of the watchdog answered in %d s: %s" % (seconds, state)
+        time.sleep(1)

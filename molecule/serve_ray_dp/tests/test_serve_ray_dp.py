@@ -4,7 +4,8 @@ import hashlib
 import os
 import warnings
 
-from serve_checks import address_of, completion, main_pid, node, playbook, reboot, recovered, serve_process
+from serve_checks import (address_of, completion, main_pid, node, playbook, reboot, recovered, serve_process,
+                          watchdog_answered)
 
 HEAD, WORKER = "dp-head", "dp-worker"
 testinfra_hosts = ["podman://" + HEAD]
@@ -175,5 +176,7 @@ def test_a_rebooted_worker_and_then_a_rebooted_head_are_taken_back_without_a_per
             # The engine on the head lost two ranks with the worker's Ray: only its watchdog brought it back.
             log = node(HEAD).check_output("journalctl -u ascend-watchdog.service --no-pager -n 200")
             assert "gave no answer to a 1-token completion" in log and "restarting ascend-serve.service" in log, log
+        # status.yml reads the watchdog's last round: one after the recovery.
+        watchdog_answered(node(HEAD), 60)
         code, out = playbook("status.yml")
         assert code == 0 and "every DP rank answered" in out, out[-3000:]
