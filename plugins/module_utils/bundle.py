@@ -34,7 +34,6 @@ import stat
 from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, input_rules, phase_npu_network
 
 FORMAT = 2
-READ_FORMATS = (1, 2)
 # The inventory's values a replay needs to judge as the live checks did (no secret among them).
 SETTINGS = ("ascend_engine", "ascend_engine_version", "ascend_service_user", "ascend_python_env", "ascend_launcher")
 # The engine programs and the distributions whose versions the preflight reads (engine_versions).
