@@ -1,13 +1,16 @@
-"""Model copy benchmark: the model role's fan-out against a plain copy from the controller to every node.
+"""Model copy benchmark: the model role's pipelined copy and fan-out against a plain copy from the controller.
 
 For each cluster size N it starts N simulated nodes (the deploy benchmark's image, reached over SSH) and caps
 every node's link and the controller's to the same rate with tc (a token bucket on each container's eth0 and on
 the podman network's bridge, on which the controller sends), so that the rounds, not this machine's shared disk
 and CPUs, decide the result. Then, REPS times each, on nodes without the model:
-  plain   playbooks/model.yml with model_fanout=false: the controller sends to every node at once;
-  fanout  playbooks/model.yml: the controller sends once, then every node that holds the model sends it on.
-Both include the manifest check of every node, the full check after each copy and the cleanup. Writes
-fanout.md (min / median / max and the ratio) and fanout.json to --out.
+  plain      playbooks/model.yml, model_pipeline=never model_fanout=false: the controller sends to every node;
+  fanout     model_pipeline=never: the controller sends once, then every node that holds the model sends it on;
+  pipelined  model_pipeline=always: one swarm (aria2), every node receives and sends on at once;
+  noop       model.yml again on nodes that hold the model (after the pipelined copy): the fixed cost.
+All include the manifest check of every node and the cleanup; the fan-out and the plain copy the full check after
+each copy. Writes fanout.md (min / median / max, and link-times: (median - no-op median) / the time of one copy
+over one link) and fanout.json to --out.
 
 Run it with bench/run.sh --fanout, which installs what it needs first.
 """
@@ -85,9 +88,14 @@ def measure(args, count, source, workdir, results):
                         os.path.join(workdir, "fanout-manifest-%d.log" % count), env=env)
             bench.timed([bench.ansible("ansible-playbook"), "playbooks/model.yml", "-i", inv, "--check"],
                         os.path.join(workdir, "fanout-check-%d.log" % count), env=env)
+            modes = {"plain": ["-e", "model_pipeline=never", "-e", "model_fanout=false"],
+                     "fanout": ["-e", "model_pipeline=never"], "pipelined": ["-e", "model_pipeline=always"],
+                     "noop": []}
             for rep in range(1, args.reps + 1):
-                for mode, extra in (("plain", ["-e", "model_fanout=false"]), ("fanout", [])):
-                    wipe(nodes.names)
+                for mode in [m for m in ("plain", "fanout", "pipelined", "noop") if m in args.modes.split(",")]:
+                    extra = modes[mode]
+                    if mode != "noop":
+                        wipe(nodes.names)
                     bench.log("N=%d rep %d: %s" % (count, rep, mode))
                     done = bench.timed([bench.ansible("ansible-playbook"), "playbooks/model.yml", "-i", inv] + extra,
                                        os.path.join(workdir, "fanout-%s-%d-%d.log" % (mode, count, rep)), env=env)
@@ -126,6 +134,16 @@ def save(args, results):
         handle.write("\n".join(lines) + "\n")
 
 
+def link_seconds(args):
+    """One copy of the model over one capped link: its bytes over the rate (tc's mbit: 10^6 bit/s)."""
+    rate = args.rate.lower()
+    scale = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    for unit, factor in scale.items():
+        if rate.endswith(unit):
+            return args.size * 2 ** 20 * 8 / (float(rate[:-len(unit)]) * factor)
+    raise ValueError("--rate %s: give kbit, mbit or gbit" % args.rate)
+
+
 def commit():
     return subprocess.run(["git", "-C", bench.REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           check=False).stdout.strip()
@@ -136,6 +154,8 @@ def main():
     parser.add_argument("--size", type=int, default=400, help="the model's size in MB (default 400)")
     parser.add_argument("--rate", default="200mbit", help="every link's rate, as tc writes it (default 200mbit)")
     parser.add_argument("--out", required=True, help="directory for fanout.md, fanout.json and the logs")
+    parser.add_argument("--modes", default="plain,fanout,pipelined,noop",
+                        help="which copies to time, comma-separated (default plain,fanout,pipelined,noop)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     source = model_source(os.path.join(bench.REPO, ".cache", "bench", "fanout-model-%d" % args.size), args.size)

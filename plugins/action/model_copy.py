@@ -1,17 +1,23 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""One node's part of the model's fan-out, as one task (see plugins/modules/model_copy.py): wait for the node
-that sends to it, copy (rsync from the controller over the node's connection, or from the other node's daemon),
-print the bytes and the rate as it goes, hash what arrived, then serve the nodes of later rounds."""
+"""One node's part of the model's copy, as one task (see plugins/modules/model_copy.py). In rounds: wait for the
+node that sends to it, copy (rsync from the controller over the node's connection, or from the other node's
+daemon), print the bytes and the rate as it goes, hash what arrived, then serve the nodes of later rounds.
+Pipelined: follow the node's aria2 in the swarm until it holds every piece, naming stalled holders and starting
+a frozen aria2 again. Also the controller's aria2 for a pipelined copy from the controller."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import json
 import os
 import shlex
+import shutil
+import signal
+import socket
 import subprocess
 import time
 
@@ -19,16 +25,17 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.module_utils import swarm
 
 display = Display()
 
 ARGUMENTS = dict(
     transfer=dict(type="dict"),
-    addresses=dict(type="dict", required=True),
+    addresses=dict(type="dict", default={}),
     path=dict(type="str", required=True),
-    manifest=dict(type="dict", required=True),
-    record=dict(type="str", required=True),
-    port=dict(type="int", required=True),
+    manifest=dict(type="dict", default={}),
+    record=dict(type="str", default=""),
+    port=dict(type="int", default=8730),
     password=dict(type="str", required=True, no_log=True),
     status_dir=dict(type="str", required=True),
     source=dict(type="str"),
@@ -37,6 +44,8 @@ ARGUMENTS = dict(
     lifetime=dict(type="int", default=86400),
     interval=dict(type="int", default=2),
     progress_every=dict(type="int", default=10),
+    pipeline=dict(type="dict"),
+    controller_seed=dict(type="str", choices=["start", "stop"]),
 )
 
 SSH = ("ssh", "ansible.builtin.ssh", "ansible.legacy.ssh")
@@ -56,20 +65,29 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = self.validate_argument_spec(argument_spec=ARGUMENTS)[1]
+        self.host = task_vars.get("inventory_hostname", "?")
+        self.task_vars, self.args = task_vars, args
+        if args["controller_seed"]:
+            try:
+                result.update(self.seed_start() if args["controller_seed"] == "start" else self.seed_stop())
+            except CopyFailed as exc:
+                result.update(failed=True, msg="the controller cannot send the model: %s" % exc)
+            return result
         transfer = args["transfer"]
         if not transfer:
             result.update(skipped=True, changed=False, msg="this node holds the model")
             return result
-        self.host = task_vars.get("inventory_hostname", "?")
-        self.task_vars, self.args = task_vars, args
         origin = transfer["seeder"] or "the controller"
+        if args["pipeline"]:
+            origin = "the swarm"
         if self._play_context.check_mode:
             message = "would copy the model from %s (round %d)" % (origin, transfer["round"])
             display.display("%s: model, round %d, would copy from %s" % (self.host, transfer["round"], origin))
-            result.update(changed=True, copied_from=transfer["seeder"] or "controller", msg=message)
+            result.update(changed=True, copied_from="swarm" if args["pipeline"] else (transfer["seeder"] or "controller"),
+                          msg=message)
             return result
         try:
-            result.update(self.copy(transfer))
+            result.update(self.swarm_copy(transfer) if args["pipeline"] else self.copy(transfer))
             self.mark("done", result)
         except CopyFailed as exc:
             result.update(failed=True, msg="%s: the model was not copied from %s: %s" % (self.host, origin, exc))
@@ -202,6 +220,169 @@ class ActionModule(ActionBase):
         return dict(changed=True, copied_from=seeder or "controller", round=transfer["round"], seconds=int(elapsed),
                     bytes_sent=sent, bytes_reused=reused, files_transferred=stats.get("files_transferred"),
                     msg=message)
+
+    # --- pipelined: the swarm ---------------------------------------------------------------------------------
+
+    def swarm_status(self, pipeline):
+        answer = self._execute_module(module_name="ascend.inference.model_transfer", task_vars=self.task_vars,
+                                      module_args={"state": "swarm_status", "password": self.args["password"],
+                                                   "control_port": pipeline["control_port"],
+                                                   "addresses": pipeline["names"]})
+        if answer.get("failed") or answer.get("unreachable"):
+            return {"answered": False, "running": True, "problem": answer.get("msg")}
+        return answer["swarm"]
+
+    def swarm_join(self, pipeline):
+        args = self.args
+        self.module("ascend.inference.model_transfer", {
+            "state": "swarm", "path": args["path"], "address": args["addresses"][self.host], "port": args["port"],
+            "control_port": pipeline["control_port"], "password": args["password"], "torrent": pipeline["torrent"],
+            "lifetime": args["lifetime"], "bwlimit": args["bwlimit"], "addresses": pipeline["names"]})
+
+    def swarm_copy(self, transfer):
+        """Follow this node's aria2 (started by the task before, with every other node's) until it holds the
+        whole model: progress lines, holders that stopped sending named, its own aria2 started again once if it
+        stopped answering, a failure after io_timeout seconds without a byte."""
+        args, pipeline = self.args, self.args["pipeline"]
+        timeout = int(pipeline.get("stall_timeout") or 30)
+        watch = swarm.Watch(timeout)
+        throttle = progress.Throttle(args["progress_every"])
+        start = time.monotonic()
+        held, named, restarts, status = None, set(), 0, {}
+        while True:
+            now = time.monotonic()
+            status = self.swarm_status(pipeline)
+            watch.seen(now, status if status["answered"] else None)
+            if status["answered"]:
+                if status.get("error"):
+                    raise CopyFailed("aria2: %s" % status["error"])
+                if held is None and not status["checking"]:
+                    held = status["completed"]
+                if status["complete"]:
+                    break
+            elif not status["running"]:
+                raise CopyFailed("aria2 ended before the node held the model: %s" % (
+                    progress.tail(status.get("journal") or "", 6) or "no output"))
+            # Twice the stall timeout: the other nodes name it and route around it first.
+            if watch.frozen(now, 2 * timeout):
+                if restarts:
+                    raise CopyFailed("aria2 on this node stopped answering again for %d s" % (2 * timeout))
+                restarts += 1
+                display.warning("%s: model, aria2 on this node has not answered for %d s (stalled); starting it "
+                                "again, it keeps the pieces it checked" % (self.host, 2 * timeout))
+                self.swarm_join(pipeline)
+                watch = swarm.Watch(timeout)
+                continue
+            for name in watch.stalled_holders(now):
+                if name not in named:
+                    named.add(name)
+                    display.warning("%s: model, %s stopped sending (nothing for %d s); the pieces come from the "
+                                    "other holders" % (self.host, name, timeout))
+            if watch.stalled(now, args["io_timeout"]):
+                raise CopyFailed("no holder sent a byte for %d s (holders connected: %s)" % (
+                    args["io_timeout"], ", ".join(status.get("peers") or []) or "none"))
+            elapsed = max(now - start, 0.001)
+            if status["answered"] and throttle.due(elapsed, "swarm"):
+                line = model_files.progress_status(", ".join(status["sending"]) or "the swarm", status["completed"],
+                                                   status["total"], status["download_rate"])
+                display.display("%s: model, swarm, %s" % (self.host, line))
+            time.sleep(args["interval"])
+        elapsed = max(time.monotonic() - start, 0.001)
+        total = status["total"]
+        held = held or 0
+        self.mark("received", {})
+        # Every piece was checked against its SHA-1 as it arrived: the record needs no second reading.
+        check = self.module("ascend.inference.model_check", {
+            "path": args["path"], "manifest": args["manifest"], "record": args["record"], "hash": "never"})
+        problem = model_files.check_summary(self.host, args["path"], check)
+        if problem:
+            raise CopyFailed("after the copy, %s" % problem)
+        message = "received through the swarm in %d s: %s fetched" % (elapsed, model_files.size_text(total - held))
+        if held:
+            message += ", %s already on the node (checked piece by piece, not sent again)" % model_files.size_text(held)
+        if named:
+            message += "; stopped sending: %s" % ", ".join(sorted(named))
+        display.display("%s: model, %s" % (self.host, message))
+        return dict(changed=True, copied_from="swarm", round=1, seconds=int(elapsed), bytes_sent=total - held,
+                    bytes_reused=held, stalled=sorted(named), restarted=restarts, msg=message)
+
+    # --- the controller's aria2 (pipelined copy from the controller) ------------------------------------------
+
+    def seed_paths(self):
+        base = os.path.join(self.args["status_dir"], "controller-seed")
+        return base, os.path.join(base, "aria2.pid")
+
+    def seed_start(self):
+        """aria2 on the controller, seeding model_src to the nodes from the address its route to them takes,
+        until seed_stop or the end of ansible-playbook (stop-with-process)."""
+        args, pipeline = self.args, self.args["pipeline"] or {}
+        aria2c = shutil.which("aria2c")
+        if not aria2c:
+            raise CopyFailed("aria2c is not installed on the controller (Debian: apt install aria2); or set "
+                             "model_pipeline: never")
+        if not args["source"]:
+            raise CopyFailed("no source directory on the controller (model_src)")
+        if self._play_context.check_mode:
+            return dict(changed=True, address=None, msg="would send the model from the controller")
+        target = args["addresses"][self.host]
+        try:
+            probe = socket.socket(socket.AF_INET6 if ":" in target else socket.AF_INET, socket.SOCK_DGRAM)
+            probe.connect((target, args["port"]))
+            address = probe.getsockname()[0]
+            probe.close()
+        except OSError as exc:
+            raise CopyFailed("no route from the controller to %s (%s): %s" % (self.host, target, exc))
+        base, pid_file = self.seed_paths()
+        os.makedirs(base, exist_ok=True)
+        name = os.path.basename(args["path"].rstrip("/"))
+        link = os.path.join(base, name)
+        if not os.path.lexists(link):
+            os.symlink(args["source"], link)
+        torrent_file = os.path.join(base, swarm.TORRENT)
+        with open(torrent_file, "wb") as handle:
+            handle.write(base64.b64decode(pipeline["torrent"]))
+        conf = os.path.join(base, swarm.ARIA2_CONF)
+        descriptor = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            # The main ansible-playbook process: an interrupted run leaves nothing behind on the controller.
+            handle.write(swarm.aria2_conf(base, address, args["port"], pipeline["control_port"], args["password"],
+                                          args["lifetime"], len(args["addresses"]), holder=True,
+                                          bwlimit=args["bwlimit"], stop_with=os.getppid()))
+        with open(os.path.join(base, "aria2.log"), "w") as log:
+            process = subprocess.Popen([aria2c, "--conf-path=" + conf, torrent_file], stdin=subprocess.DEVNULL,
+                                       stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(pid_file, "w") as handle:
+            handle.write("%d\n" % process.pid)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection((address, args["port"]), timeout=2).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    with open(os.path.join(base, "aria2.log")) as log:
+                        raise CopyFailed("aria2c does not listen on %s:%d: %s" % (
+                            address, args["port"], progress.tail(log.read(), 6) or "no output"))
+                time.sleep(0.2)
+        display.display("the controller sends the model from %s:%d" % (address, args["port"]))
+        return dict(changed=True, address=address, msg="the controller sends from %s" % address)
+
+    def seed_stop(self):
+        base, pid_file = self.seed_paths()
+        if not os.path.exists(pid_file):
+            return dict(changed=False)
+        with open(pid_file) as handle:
+            pid = int(handle.read().strip() or 0)
+        try:
+            os.kill(pid, signal.SIGTERM)
+            for _attempt in range(50):
+                time.sleep(0.1)
+                os.kill(pid, 0)
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass  # gone
+        shutil.rmtree(base, ignore_errors=True)
+        return dict(changed=True)
 
     # --- from the controller ---------------------------------------------------------------------------------
 

@@ -348,8 +348,8 @@ def _fleet_plan(settings, nodes, instances, model_configs, router, pd_proxy_dir)
     if routers:
         router_plan.claim_ports(ports, router, routers)
     if planner._is_int(settings.get("model_transfer_port")):
-        ports.hold(cluster_hosts, settings["model_transfer_port"], 1, "the model role",
-                   "rsync daemon (ascend_model_transfer_port)")
+        ports.hold(cluster_hosts, settings["model_transfer_port"], 3, "the model role",
+                   "copy: peers, tracker, local control (ascend_model_transfer_port and the two after it)")
     physical = dict((name, _physical_ids(shares[name], by_name)) for name in names)
     allocated = _allocate(names, instances, merged, hosts_of, settings, ports, physical)
     if ports.problems:

@@ -16,6 +16,8 @@ import re
 import stat
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.ascend.inference.plugins.module_utils import swarm
+
 FORMAT = 1
 # rsync --partial-dir: where an interrupted file waits to be resumed (relative: one per directory).
 PARTIAL_DIR = ".ascend-model-partial"
@@ -203,7 +205,7 @@ def partial_path(path):
     return os.path.join(directory, PARTIAL_DIR, name)
 
 
-def schedule(order, complete, source=None, fanout=True):
+def schedule(order, complete, source=None, fanout=True, pipeline="never"):
     """Who copies from whom, in rounds.
 
     ``order``: the play's hosts in order; ``complete``: those that hold the whole model; ``source``: a host
@@ -215,13 +217,23 @@ def schedule(order, complete, source=None, fanout=True):
     Returns {transfers: [{host, seeder (None: the controller), round, after (the seeder's previous receiver,
     which must be done first, or None), wait_for (those of seeder and after that receive in this plan),
     serves (it sends to others after)}], seeds (hosts that send from the start), rounds, lines (one per
-    round, "round 2: node1 -> node2, node1 -> node3")}.
+    round, "round 2: node1 -> node2, node1 -> node3"), pipelined}.
+
+    ``pipeline`` (model_pipeline: auto, always, never) makes it one swarm (swarm.pipelined): every node that
+    lacks the model receives from every holder at once, the holders (and the controller) seed from the start.
     """
     holders = [host for host in order if host in complete or host == source]
     waiting = [host for host in order if host not in holders]
     transfers, previous = [], {}
     if not waiting:
-        return {"transfers": [], "seeds": [], "rounds": 0, "lines": []}
+        return {"transfers": [], "seeds": [], "rounds": 0, "lines": [], "pipelined": False}
+    if swarm.pipelined(pipeline, len(waiting)):
+        senders = (["the controller"] if source is None else []) + holders
+        transfers = [{"host": host, "seeder": None, "round": 1, "after": None, "wait_for": [], "serves": True}
+                     for host in waiting]
+        line = "swarm: %s send to %s at once, each passing on the pieces it has checked" % (
+            ", ".join(senders), ", ".join(waiting))
+        return {"transfers": transfers, "seeds": holders, "rounds": 1, "lines": [line], "pipelined": True}
     if not fanout:
         seeder = source
         transfers = [{"host": host, "seeder": seeder, "round": 1, "after": None} for host in waiting]
@@ -254,7 +266,7 @@ def schedule(order, complete, source=None, fanout=True):
         pairs = ["%s -> %s" % (t["seeder"] or "the controller", t["host"]) for t in transfers if t["round"] == number]
         lines.append("round %d: %s" % (number, ", ".join(pairs)))
     return {"transfers": transfers, "seeds": [host for host in order if host in seeders and host not in received],
-            "rounds": rounds, "lines": lines}
+            "rounds": rounds, "lines": lines, "pipelined": False}
 
 
 def copy_options(bwlimit=None, io_timeout=600):

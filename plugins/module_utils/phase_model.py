@@ -14,8 +14,8 @@ from ansible_collections.ascend.inference.plugins.module_utils import model_file
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 HUB_PROGRAMS = {"huggingface": "hf", "modelscope": "modelscope"}
-SETTINGS = {"source": "str", "src": "str", "hub_repo": "str", "fanout": "bool", "cli": "str", "repo": "str",
-            "revision": "str", "env_file": "str"}
+SETTINGS = {"source": "str", "src": "str", "hub_repo": "str", "fanout": "bool", "pipeline": "str", "cli": "str",
+            "repo": "str", "revision": "str", "env_file": "str"}
 
 
 def settings(node, settings):
@@ -33,7 +33,7 @@ CHECK = "model_node"
 
 
 def schedule(node, settings):
-    """settings: source, fanout."""
+    """settings: source, fanout, pipeline."""
     checked = {}
     for host in node.play_hosts():
         found = node.var(CHECK, None, host=host)
@@ -44,7 +44,11 @@ def schedule(node, settings):
         raise Refused("\n- ".join(["the model cannot be put on every node:"] + problems))
     complete = set(host for host, found in checked.items() if found["complete"])
     source = None if settings["source"] == "controller" else node.plan["cluster"]["head"]
-    found = model_files.schedule(node.play_hosts(), complete, source, settings["fanout"])
+    hosts = node.play_hosts()
+    found = model_files.schedule(hosts, complete, source, settings["fanout"], settings.get("pipeline") or "never")
+    # The pipelined copy's tracker: on the head, or on the first node of the run when --limit leaves it out.
+    head = node.plan["cluster"]["head"]
+    found["tracker"] = head if head in hosts else hosts[0]
     return {"apply": None, "record": None, "result": found}
 
 

@@ -615,11 +615,16 @@ def _check_settings(settings, check):
         port = settings[key]
         if key == "model_transfer_port" and port is None:
             continue
-        if not _is_int(port) or not 0 < port < 65536:
+        if key == "model_transfer_port" and _is_int(port) and 65533 <= port < 65536:
+            check.fail("ascend_model_transfer_port must leave the two ports after it for the copy's tracker and "
+                       "aria2's local control (found %r)", port)
+        elif not _is_int(port) or not 0 < port < 65536:
             check.fail("%s must be a TCP port 1-65535 (found %r)", variable, port)
     ports = [(settings["api_port"], "ascend_api_port"), (settings["dp_rpc_port"], "ascend_dp_rpc_port")]
-    if settings["model_transfer_port"] is not None:
-        ports.append((settings["model_transfer_port"], "ascend_model_transfer_port"))
+    if _is_int(settings["model_transfer_port"]):
+        ports += [(settings["model_transfer_port"], "ascend_model_transfer_port"),
+                  (settings["model_transfer_port"] + 1, "ascend_model_transfer_port + 1 (the model copy's tracker)"),
+                  (settings["model_transfer_port"] + 2, "ascend_model_transfer_port + 2 (the model copy's control)")]
     if settings["launcher"] == "ray":
         ports.append((settings["ray_port"], "ascend_ray_port"))
     seen = {}
@@ -665,8 +670,8 @@ def _check_settings(settings, check):
         check.fail(problem)
     if settings["launcher"] == "ray" and all(_is_int(p) for p, _v in ports):
         # The DP RPC port is the mp launcher's.
-        for problem in input_rules.ray_ports([p for p in ports if p[1] in ("ascend_api_port", "ascend_model_transfer_port")],
-                                             settings["ray_port"]):
+        checked = [p for p in ports if p[1] == "ascend_api_port" or p[1].startswith("ascend_model_transfer_port")]
+        for problem in input_rules.ray_ports(checked, settings["ray_port"]):
             check.fail(problem)
     return sizes_ok
 
@@ -800,6 +805,9 @@ def make_plan(settings, nodes):
             "ray_address": "%s:%d" % (head["node_ip"], settings["ray_port"]) if ray_launcher else None,
             "dp_rpc_port": settings["dp_rpc_port"] if settings["launcher"] == "mp" and dp > 1 and multi_node else None,
             "model_transfer_port": settings["model_transfer_port"],
+            # The pipelined copy: its tracker (members), aria2's JSON-RPC (loopback).
+            "model_tracker_port": settings["model_transfer_port"] + 1 if settings["model_transfer_port"] else None,
+            "model_control_port": settings["model_transfer_port"] + 2 if settings["model_transfer_port"] else None,
             "python_env": settings["python_env"].rstrip("/"),
             "units": dict(UNITS),
             "unit_dir": UNIT_DIR,

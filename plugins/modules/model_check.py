@@ -68,6 +68,11 @@ options:
     type: list
     elements: str
     default: []
+  keep_partial:
+    description: With O(prepare), keep the manifest's files that are shorter than they should be or of the right
+      size with wrong content - the pipelined copy checks them piece by piece and fetches only the bad pieces.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -140,7 +145,11 @@ recorded:
   returned: always
   type: bool
 rsync:
-  description: Whether rsync is installed on the node (a copy needs it).
+  description: Whether rsync is installed on the node (a copy in rounds needs it).
+  returned: always
+  type: bool
+aria2:
+  description: Whether aria2c is installed on the node (the pipelined copy needs it).
   returned: always
   type: bool
 """
@@ -201,6 +210,7 @@ def main():
             remove_extra=dict(type="bool", default=False),
             prepare=dict(type="bool", default=False),
             remove=dict(type="list", elements="str", default=[]),
+            keep_partial=dict(type="bool", default=False),
             workers=dict(type="int", default=0),
         ),
         supports_check_mode=True,
@@ -213,9 +223,12 @@ def main():
     removed = []
     if params["prepare"]:
         # First, so that what it answers is the directory as the copy finds it.
+        sizes = dict((entry["path"], entry["size"]) for entry in manifest["files"])
         removed = sorted(name for name in params["remove"]
                          if not os.path.isabs(name) and ".." not in name.split(os.sep)
-                         and os.path.isfile(os.path.join(path, name)))
+                         and os.path.isfile(os.path.join(path, name))
+                         and not (params["keep_partial"] and name in sizes
+                                  and os.path.getsize(os.path.join(path, name)) <= sizes[name]))
         if not module.check_mode:
             if not exists:
                 os.makedirs(path, 0o755)
@@ -264,6 +277,7 @@ def main():
                      wrong_size=result["wrong_size"], corrupt=corrupt, extra=extra, removable=removable,
                      removed=removed, bytes_missing=result["bytes_missing"], free_bytes=_free_bytes(path),
                      hashed=bool(hashed), recorded=recorded, rsync=module.get_bin_path("rsync") is not None,
+                     aria2=module.get_bin_path("aria2c") is not None,
                      leftovers=os.path.exists(model_files.RUNTIME_DIR), diff=diff)
 
 

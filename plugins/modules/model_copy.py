@@ -11,7 +11,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: model_copy
-short_description: One node's part of the model's fan-out - wait for its sender, copy, check, then send on
+short_description: One node's part of the model's copy - in rounds or through the swarm - and the controller's aria2
 version_added: 0.1.0
 description:
   - Runs on every node of a run at once (one task), each with its O(transfer) from
@@ -29,6 +29,14 @@ description:
     sent and what the node had already (a resumed file).
   - Then every file is hashed (M(ascend.inference.model_check), the full check) and the node's record written;
     only then, when later rounds need it, the node serves the model itself (M(ascend.inference.model_transfer)).
+  - "With O(pipeline) (the pipelined copy): follows the node's aria2, started by
+    M(ascend.inference.model_transfer) with every other node's, until it holds every piece - a progress line
+    every O(progress_every) seconds naming the holders sending, a warning naming a holder that sent and went
+    silent for C(stall_timeout) seconds (aria2 takes its pieces from the others), its own aria2 started again once
+    when it stops answering for twice that long, a failure after O(io_timeout) seconds without a byte. Every piece was
+    checked as it arrived: the record is written from the quick check, without hashing the files again."
+  - "O(controller_seed) V(start) (once for the run): aria2 on the controller seeds O(source) on the address
+    the controller's route to the first node takes, on O(port), until V(stop) or the end of ansible-playbook."
 extends_documentation_fragment:
   - ascend.inference.model_copy.transfer
 author:
@@ -52,7 +60,7 @@ options:
   addresses:
     description: Every node's cluster address by inventory name.
     type: dict
-    required: true
+    default: {}
   path:
     description: The model directory on the node (C(ascend_model)).
     type: str
@@ -60,15 +68,23 @@ options:
   manifest:
     description: The model's manifest (M(ascend.inference.model_manifest)).
     type: dict
-    required: true
+    default: {}
   record:
     description: The node's record of the model, written after the full check.
     type: str
-    required: true
+    default: ""
   port:
-    description: The transfer daemons' port.
+    description: The transfer daemons' port (aria2's peer port in the pipelined copy).
     type: int
-    required: true
+    default: 8730
+  pipeline:
+    description: The pipelined copy - C(torrent) (base64), C(control_port) (aria2's JSON-RPC on loopback),
+      C(stall_timeout) and C(names) (inventory names by address).
+    type: dict
+  controller_seed:
+    description: V(start) or V(stop) the controller's aria2 (a pipelined copy from the controller).
+    type: str
+    choices: [start, stop]
   password:
     description: This run's transfer password; never shown, written to 0600 files on the nodes only.
     type: str
@@ -119,7 +135,8 @@ seconds:
   returned: when a copy ran
   type: int
 bytes_sent:
-  description: Bytes rsync sent as data (null when it did not say).
+  description: Bytes rsync sent as data (null when it did not say); pipelined, the bytes the node fetched (the
+    model's size less what it held, checked).
   returned: when a copy ran
   type: int
 bytes_reused:
@@ -129,6 +146,19 @@ bytes_reused:
   type: int
 files_transferred:
   description: Files rsync transferred.
-  returned: when a copy ran
+  returned: when a copy ran in rounds
   type: int
+stalled:
+  description: Holders that sent to the node and went silent (pipelined copy).
+  returned: when a pipelined copy ran
+  type: list
+  elements: str
+restarted:
+  description: How often the node's own aria2 was started again after it stopped answering (pipelined copy).
+  returned: when a pipelined copy ran
+  type: int
+address:
+  description: The controller's address the nodes fetch from (O(controller_seed=start)).
+  returned: with O(controller_seed=start)
+  type: str
 """

@@ -22,8 +22,18 @@ description:
     by the next copy. A fetch left by an interrupted run is stopped and started again.
   - V(status) - the fetch's state, the bytes of the manifest's files the node holds so far (files being written
     included) and, once it ended, rsync's exit status, statistics and last output lines.
-  - V(absent) - both units stopped and the configuration, secrets and output removed, so that nothing listens
-    and no password is left. Both units also end by themselves after O(lifetime) seconds (an interrupted run).
+  - V(tracker) - the pipelined copy's tracker, C(ascend-model-tracker.service) - python3's C(http.server) bound
+    to O(address) on O(port), serving one fixed reply that lists O(peers) at O(peer_port) (BitTorrent's compact
+    form). The plan knows every member, so the list never changes and nobody else is listed.
+  - V(swarm) - C(ascend-model-swarm.service) runs aria2c on O(torrent) (base64) into the parent of O(path),
+    bound to O(address) on O(port), its JSON-RPC on 127.0.0.1:O(control_port) with O(password) as its secret.
+    With O(holder) the node seeds its copy as it is (it passed the model's check); otherwise aria2 checks what
+    the node holds piece by piece, fetches the missing and bad pieces from every holder at once and seeds what
+    it has while it receives. Its configuration is a 0600 file. A swarm left running is started again.
+  - V(swarm_status) - the node's aria2 as its JSON-RPC reports it (read-only), and whether its unit runs.
+  - V(absent) - every unit stopped and the configuration, secrets and output removed (and, with O(path), aria2's
+    control file beside the model directory), so that nothing listens and no password is left. The units also
+    end by themselves after O(lifetime) seconds (an interrupted run).
 extends_documentation_fragment:
   - ascend.inference.model_copy.transfer
 author:
@@ -39,7 +49,7 @@ options:
   state:
     description: What to do (see the description).
     type: str
-    choices: [serving, fetching, status, absent]
+    choices: [serving, fetching, status, tracker, swarm, swarm_status, absent]
     required: true
   path:
     description: The model directory (C(ascend_model)).
@@ -69,6 +79,28 @@ options:
     description: V(status) - seconds to wait for the fetch to end before answering (it answers as soon as it ends).
     type: int
     default: 0
+  torrent:
+    description: V(swarm) - the model's torrent, base64 (M(ascend.inference.model_torrent)).
+    type: str
+  holder:
+    description: V(swarm) - the node holds the whole model and only sends.
+    type: bool
+    default: false
+  control_port:
+    description: V(swarm), V(swarm_status) - aria2's JSON-RPC port on 127.0.0.1.
+    type: int
+  peers:
+    description: V(tracker) - every address of the swarm (the members, and the controller when it sends).
+    type: list
+    elements: str
+    default: []
+  peer_port:
+    description: V(tracker) - the port every peer listens on.
+    type: int
+  addresses:
+    description: V(swarm_status) - inventory names by address, to name the senders.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -113,15 +145,28 @@ output:
   description: V(status) - the last lines of rsync's output, once it ended.
   returned: always
   type: str
+swarm:
+  description: V(swarm_status) - C(answered) (aria2's JSON-RPC answered), C(running) (its unit runs), and with an
+    answer C(total), C(completed) (bytes checked and held), C(complete), C(checking) (the check of what the
+    node held runs), C(download_rate), C(upload_rate), C(peers), C(sending) (the holders sending now, by
+    inventory name) and C(error).
+  returned: with state=swarm_status
+  type: dict
 """
 
+import base64
+import json
 import os
 import shutil
 import socket
+import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
+from ansible_collections.ascend.inference.plugins.module_utils import swarm
+from ansible_collections.ascend.inference.plugins.module_utils import torrent
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
 
 CONFIG = os.path.join(model_files.RUNTIME_DIR, "rsyncd.conf")
@@ -296,10 +341,117 @@ def status(node, params):
                      output="\n".join(output.strip().splitlines()[-12:]))
 
 
+def _need(module, params, names, state):
+    for name in names:
+        if params[name] in (None, ""):
+            module.fail_json(msg="state=%s needs %s" % (state, name))
+
+
+def tracker(node, params):
+    module = node.module
+    _need(module, params, ("address", "peer_port", "peers"), "tracker")
+    reply = torrent.tracker_reply(params["peers"], params["peer_port"], swarm.TRACKER_INTERVAL)
+    directory = os.path.join(model_files.RUNTIME_DIR, swarm.TRACKER_DIR)
+    if module.check_mode:
+        module.exit_json(changed=True)
+    _runtime_dir()
+    if not os.path.isdir(directory):
+        os.mkdir(directory, 0o755)
+    with open(os.path.join(directory, swarm.ANNOUNCE), "wb") as handle:
+        handle.write(reply)
+    node.stop(swarm.TRACKER_UNIT)
+    # The directory itself is 0700: the server runs as root and serves this one file.
+    node.start(swarm.TRACKER_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
+               [sys.executable, "-m", "http.server", str(params["port"]), "--bind", params["address"],
+                "--directory", directory])
+    if not _answers(params["address"], params["port"], 15) \
+            or node.unit(swarm.TRACKER_UNIT).get("ActiveState") != "active":
+        module.fail_json(msg="the tracker does not answer on %s:%d: %s" % (
+            params["address"], params["port"], node.journal(swarm.TRACKER_UNIT).strip() or "no output"))
+    module.exit_json(changed=True)
+
+
+def aria2(node):
+    path = node.module.get_bin_path("aria2c")
+    if not path:
+        node.module.fail_json(msg="aria2 is not installed on the node (the model role installs it before a copy)")
+    return path
+
+
+def swarm_start(node, params):
+    module = node.module
+    _need(module, params, ("path", "address", "password", "torrent", "control_port"), "swarm")
+    path = params["path"].rstrip("/") or "/"
+    if module.check_mode:
+        module.exit_json(changed=True, running=False)
+    _runtime_dir()
+    torrent_file = os.path.join(model_files.RUNTIME_DIR, swarm.TORRENT)
+    conf_file = os.path.join(model_files.RUNTIME_DIR, swarm.ARIA2_CONF)
+    with open(torrent_file, "wb") as handle:
+        handle.write(base64.b64decode(params["torrent"]))
+    _write_secret(conf_file, swarm.aria2_conf(
+        os.path.dirname(path), params["address"], params["port"], params["control_port"], params["password"],
+        params["lifetime"], len(params["addresses"]) or 8, holder=params["holder"], bwlimit=params["bwlimit"]))
+    node.stop(swarm.SWARM_UNIT)
+    # aria2's control file names the torrent's info hash, which is new each run; the pieces are checked anyway.
+    _remove_control_file(path)
+    node.start(swarm.SWARM_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
+               [aria2(node), "--conf-path=" + conf_file, torrent_file])
+    if not _answers("127.0.0.1", params["control_port"], 15):
+        module.fail_json(msg="aria2 does not answer on 127.0.0.1:%d: %s" % (
+            params["control_port"], node.journal(swarm.SWARM_UNIT).strip() or "no output"))
+    module.exit_json(changed=True, running=True)
+
+
+def _remove_control_file(path):
+    """aria2's control file beside the model directory (``<dir>/<name>.aria2``); whether there was one."""
+    control = path.rstrip("/") + ".aria2"
+    if os.path.isfile(control):
+        os.unlink(control)
+        return True
+    return False
+
+
+def rpc(port, secret, method, *args):
+    """One call to aria2's JSON-RPC on loopback; its result."""
+    body = json.dumps({"jsonrpc": "2.0", "id": "ascend", "method": "aria2." + method,
+                       "params": ["token:" + secret] + list(args)}).encode()
+    answer = json.loads(open_url("http://127.0.0.1:%d/jsonrpc" % port, data=body, method="POST", timeout=3,
+                                 headers={"Content-Type": "application/json"}, use_proxy=False).read().decode())
+    if "error" in answer:
+        raise ValueError(answer["error"].get("message"))
+    return answer["result"]
+
+
+def swarm_status(node, params):
+    module = node.module
+    _need(module, params, ("password", "control_port"), "swarm_status")
+    running = node.unit(swarm.SWARM_UNIT).get("ActiveState") == "active"
+    found = {"answered": False, "running": running}
+    if running:
+        try:
+            downloads = rpc(params["control_port"], params["password"], "tellActive", swarm.STATUS_KEYS)
+            downloads += rpc(params["control_port"], params["password"], "tellStopped", 0, 10, swarm.STATUS_KEYS)
+            if downloads:
+                peers = rpc(params["control_port"], params["password"], "getPeers", downloads[0]["gid"]) \
+                    if downloads[0].get("status") == "active" else []
+                found.update(swarm.node_status(downloads[0], peers, params["addresses"]))
+                found["answered"] = True
+        except (IOError, OSError, ValueError, KeyError) as exc:
+            found["problem"] = str(exc)
+    if not running:
+        found["journal"] = node.journal(swarm.SWARM_UNIT).strip()
+    module.exit_json(changed=False, swarm=found)
+
+
 def absent(node, params):
     module = node.module
     changed = node.stop(model_files.FETCH_UNIT)
     changed = node.stop(model_files.SEED_UNIT) or changed
+    changed = node.stop(swarm.SWARM_UNIT) or changed
+    changed = node.stop(swarm.TRACKER_UNIT) or changed
+    if params["path"] and not module.check_mode:
+        changed = _remove_control_file(params["path"]) or changed
     if os.path.exists(model_files.RUNTIME_DIR):
         changed = True
         if not module.check_mode:
@@ -310,7 +462,8 @@ def absent(node, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["serving", "fetching", "status", "absent"], required=True),
+            state=dict(type="str", choices=["serving", "fetching", "status", "tracker", "swarm", "swarm_status", "absent"],
+                       required=True),
             path=dict(type="path"),
             address=dict(type="str"),
             seeder=dict(type="str"),
@@ -322,11 +475,18 @@ def main():
             lifetime=dict(type="int", default=86400),
             manifest=dict(type="dict"),
             wait=dict(type="int", default=0),
+            torrent=dict(type="str", no_log=True),
+            holder=dict(type="bool", default=False),
+            control_port=dict(type="int"),
+            peers=dict(type="list", elements="str", default=[]),
+            peer_port=dict(type="int"),
+            addresses=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     node = Node(module)
-    dict(serving=serving, fetching=fetching, status=status, absent=absent)[module.params["state"]](node, module.params)
+    dict(serving=serving, fetching=fetching, status=status, tracker=tracker, swarm=swarm_start,
+         swarm_status=swarm_status, absent=absent)[module.params["state"]](node, module.params)
 
 
 if __name__ == "__main__":

@@ -137,8 +137,9 @@ options:
     default: 29550
   model_transfer_port:
     description:
-      - The TCP port of the model role's short-lived rsync daemons, which listen only while a copy runs (the plan role
-        passes C(ascend_model_transfer_port), default 8730, where C(model_source) is set).
+      - The TCP port of the model role's short-lived rsync daemons or aria2, which listen only while a copy runs (the
+        plan role passes C(ascend_model_transfer_port), default 8730, where C(model_source) is set); the pipelined
+        copy also takes the two ports after it.
       - Omitted, no port is set aside for copies.
     type: int
   model_config:
@@ -454,6 +455,16 @@ cluster:
     model_transfer_port:
       description: O(model_transfer_port), where a node serves the model to others while the model role copies it;
         null when the model role copies nothing.
+      type: int
+      returned: success
+    model_tracker_port:
+      description: O(model_transfer_port) + 1, the pipelined copy's tracker on the head; null when the model role
+        copies nothing.
+      type: int
+      returned: success
+    model_control_port:
+      description: O(model_transfer_port) + 2, aria2's JSON-RPC on loopback in the pipelined copy; null when the
+        model role copies nothing.
       type: int
       returned: success
     model_manifest:

@@ -21,8 +21,9 @@ vllm_ascend_sdist=vllm_ascend-0.23.0.post1.tar.gz
 vllm_ascend_sha256=a3b9f4a5dd7aa50c37e03d1f35937c4ae5aeacc49b734cac74d59ce5757738e1
 vllm_ascend_url=https://files.pythonhosted.org/packages/ab/7a/32a1b1f13467fb7372588206fa1ffb735f28dcd8504d562f5c7ccdbd90d0/$vllm_ascend_sdist
 arch=$(uname -m)
-# haproxy: the router role's package, prometheus the monitoring role's (the nodes reach no mirror in the tests).
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync,haproxy,prometheus
+# haproxy: the router role's package, prometheus the monitoring role's, aria2 the model role's pipelined copy
+# (the nodes reach no mirror in the tests).
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-apt,iproute2,iputils-ping,procps,ca-certificates,curl,sudo,less,nftables,openssh-server,rsync,aria2,haproxy,prometheus
 log() { echo "build-image: $*" >&2; }
 
 "$here/setup-host.sh" >&2

@@ -3,12 +3,12 @@
 # podman with the runc runtime, cgroupfs, no default ulimits and file events
 # (the only configuration that runs here), plus debootstrap, makeself and gcc
 # (the libascendcl.so stand-in of the pyACL double), the SSH client (the
-# serve_ray_dp scenario deploys over SSH), rsync (the model role copies from
-# the controller with it) and haproxy (tests/sim/test_router.py runs the
+# serve_ray_dp scenario deploys over SSH), rsync and aria2 (the model role
+# copies from the controller with them) and haproxy (tests/sim/test_router.py runs the
 # router's configuration against serve doubles on loopback).
 set -euo pipefail
 
-packages=(podman runc debootstrap makeself iproute2 iputils-ping ca-certificates gcc libc6-dev openssh-client rsync haproxy)
+packages=(podman runc debootstrap makeself iproute2 iputils-ping ca-certificates gcc libc6-dev openssh-client rsync aria2 haproxy)
 missing=()
 for pkg in "${packages[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
 if [ ${#missing[@]} -gt 0 ]; then

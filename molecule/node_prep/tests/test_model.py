@@ -1,6 +1,7 @@
-"""The model from the controller on every node: fanned out node to node, cut off and resumed, a corrupted
-file found by the full check and fetched again (after the head downloaded the model from a hub stand-in).
-The converge put it there; its idempotence step showed that a second run copies nothing."""
+"""The model from the controller on every node. The converge put it there through the swarm (3 nodes receive:
+model_pipeline auto); its idempotence step showed that a second run copies nothing. Then: the swarm with a
+sender stopped mid-copy, cut off and resumed, a bad piece fetched again; the rounds (model_pipeline: never) cut
+off and resumed; a corrupted file found by the full check and fetched again after a hub download."""
 
 import hashlib
 import json
@@ -8,7 +9,9 @@ import os
 import re
 import subprocess
 import time
+import warnings
 
+import pytest
 from serve_checks import INVENTORY, PROJECT, playbook, recap
 from test_failures import HOSTS, node
 
@@ -17,7 +20,15 @@ MODEL = "/models/tiny"
 RECORD = "/etc/ascend-inference/model.manifest.json"
 SOURCE = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "model-src")
 PORT = 8730
+# The peers', the tracker's and aria2's control ports (ascend_model_transfer_port and the two after it).
+PORTS = (8730, 8731, 8732)
+UNITS = ("ascend-model-seed.service", "ascend-model-fetch.service", "ascend-model-swarm.service",
+         "ascend-model-tracker.service")
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hub-standin.py")
+
+
+def source_bytes():
+    return sum(os.path.getsize(os.path.join(d, n)) for d, _s, names in os.walk(SOURCE) for n in names)
 
 
 def source_sums():
@@ -37,17 +48,63 @@ def node_sums(name):
 
 
 def nothing_left(name):
-    """No transfer daemon listens, no copy runs and no password is left on the node."""
+    """No transfer daemon, tracker or aria2 listens, no copy runs and no password is left on the node, and the
+    controller's aria2 is gone."""
     host = node(name)
-    assert host.check_output("ss -ltnH 'sport = :%d'" % PORT) == "", name
+    for port in PORTS:
+        assert host.check_output("ss -ltnH 'sport = :%d'" % port) == "", (name, port)
     assert not host.file("/run/ascend-inference/model").exists, name
-    for unit in ("ascend-model-seed.service", "ascend-model-fetch.service"):
+    for unit in UNITS:
         assert host.run("systemctl is-active %s" % unit).stdout.strip() in ("inactive", "unknown"), (name, unit)
+    assert subprocess.run(["ss", "-ltnH", "sport = :%d or sport = :%d" % (PORTS[0], PORTS[2])], capture_output=True,
+                          text=True, check=True).stdout == "", "the controller's aria2 still listens"
 
 
 def lines_of(out, host):
-    """The model copy's progress lines of one host."""
+    """The model copy's progress lines of one host (rounds, or swarm with kind="swarm")."""
     return [line.strip() for line in out.splitlines() if line.strip().startswith("%s: model, round" % host)]
+
+
+def swarm_lines(out, host):
+    return [line.strip() for line in out.splitlines()
+            if line.strip().startswith("%s: model, " % host) and "round" not in line]
+
+
+def fetched(out, host):
+    """(MB fetched, MB the node held) from the node's last line of a pipelined copy."""
+    flat = " ".join(out.split())
+    found = re.findall(r"%s: model, received through the swarm in \d+ s: ([\d.]+) MB fetched"
+                       r"(?:, ([\d.]+) MB already on the node)?" % host, flat)
+    assert found, "%s received nothing through the swarm: %s" % (host, out[-3000:])
+    return float(found[-1][0]), float(found[-1][1] or 0)
+
+
+def slow_run(*extra):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"), ANSIBLE_NOCOLOR="1")
+    return subprocess.Popen(["ansible-playbook", os.path.join(PROJECT, "playbooks", "model.yml"), "-i", INVENTORY,
+                             "-e", "model_progress_every=2"] + list(extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def held_bytes(name):
+    """Bytes the node's aria2 holds (its JSON-RPC on loopback, read on the node), or None."""
+    script = ("import json,sys,urllib.request;c=open('/run/ascend-inference/model/aria2.conf').read();"
+              "s=[l.split('=',1)[1] for l in c.splitlines() if l.startswith('rpc-secret=')][0];"
+              "b=json.dumps({'jsonrpc':'2.0','id':1,'method':'aria2.tellActive','params':['token:'+s,['completedLength']]});"
+              "r=json.load(urllib.request.urlopen(urllib.request.Request('http://127.0.0.1:%d/jsonrpc',b.encode()),timeout=3));"
+              "print(r['result'][0]['completedLength'] if r['result'] else -1)" % PORTS[2])
+    answer = node(name).run("python3 -c %s" % json.dumps(script))
+    return int(answer.stdout) if answer.rc == 0 and answer.stdout.strip().lstrip("-").isdigit() else None
+
+
+def wait_until_held(run, name, fraction, seconds=180):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and run.poll() is None:
+        held = held_bytes(name)
+        if held is not None and held > fraction * source_bytes():
+            return held
+        time.sleep(0.5)
+    return None
 
 
 def test_every_node_holds_the_model_and_its_record():
@@ -61,11 +118,86 @@ def test_every_node_holds_the_model_and_its_record():
         nothing_left(name)
 
 
+def test_the_swarm_check_mode_a_stopped_sender_an_interrupted_copy_and_a_bad_piece():
+    start = time.monotonic()
+    for name in HOSTS:
+        node(name).check_output("rm -rf %s %s" % (MODEL, RECORD))
+    code, out = playbook("model.yml", "--check")
+    assert code == 0, out[-3000:]
+    flat = " ".join(out.split())
+    assert ("swarm: the controller send to prep-head, prep-worker1, prep-worker2 at once, each passing on the "
+            "pieces it has checked") in flat, out[-3000:]
+    for name in HOSTS:
+        assert not node(name).file(MODEL).exists, name
+        nothing_left(name)
+    # Every sender slow (10 MB/s each): prep-head's aria2 is stopped (SIGSTOP) once it holds a third, while it
+    # sends to the others. They name it after 6 s and take its pieces from the others; its own task starts it
+    # again after twice that.
+    run = slow_run("-e", "model_bwlimit=10M", "-e", "model_stall_timeout=6")
+    try:
+        assert wait_until_held(run, "prep-head", 0.3), "prep-head never held a third"
+        node("prep-head").check_output("systemctl kill --signal=SIGSTOP ascend-model-swarm.service")
+        stopped = time.monotonic()
+        out = run.communicate(timeout=600)[0]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    flat = " ".join(out.split())
+    assert run.returncode == 0, out[-4000:]
+    named = [name for name in ("prep-worker1", "prep-worker2")
+             if "%s: model, prep-head stopped sending (nothing for 6 s)" % name in flat]
+    assert named, out[-4000:]
+    assert "prep-head: model, aria2 on this node has not answered for 12 s (stalled); starting it again" in flat
+    warnings.warn("stopped sender: the copy ended %.0f s after prep-head's aria2 was stopped"
+                  % (time.monotonic() - stopped))
+    assert any(re.search(r"[\d.]+ MB of [\d.]+ MB \(\d+%\), [\d.]+ MB/s", line)
+               for line in swarm_lines(out, "prep-worker1")), out[-4000:]
+    for name in HOSTS:
+        assert node_sums(name) == source_sums(), name
+        nothing_left(name)
+    # Cut off: every node's aria2 stopped once prep-worker2 holds half; the next run fetches only the rest.
+    for name in HOSTS:
+        node(name).check_output("rm -rf %s %s" % (MODEL, RECORD))
+    run = slow_run("-e", "model_bwlimit=16M")
+    try:
+        held = wait_until_held(run, "prep-worker2", 0.5)
+        assert held, "prep-worker2 never held half"
+        for name in HOSTS:
+            node(name).check_output("systemctl stop ascend-model-swarm.service")
+        out = run.communicate(timeout=300)[0]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode != 0 and "aria2 ended before the node held the model" in " ".join(out.split()), out[-3000:]
+    for name in HOSTS:
+        nothing_left(name)
+    code, out = playbook("model.yml")
+    assert code == 0, out[-3000:]
+    got, kept = fetched(out, "prep-worker2")
+    # What it held was checked piece by piece and kept (pieces in aria2's 16 MiB write cache may be lost).
+    total = source_bytes() / 1e6
+    assert kept * 10 ** 6 >= held - 16 * 2 ** 20 and got + kept == pytest.approx(total, abs=0.2), (got, kept, held)
+    for name in HOSTS:
+        assert node_sums(name) == source_sums(), name
+    # One bad byte on prep-worker2 (same size and time), found by the full check: one piece is fetched again.
+    victim = MODEL + "/model-00002-of-00003.safetensors"
+    node("prep-worker2").check_output("touch -r {0} /tmp/stamp && printf 'x' | dd of={0} bs=1 seek=5000000 "
+                                      "conv=notrunc status=none && touch -r /tmp/stamp {0}".format(victim))
+    code, out = playbook("model.yml", "--tags", "model_verify", "-e", "model_pipeline=always")
+    assert code == 0, out[-3000:]
+    got, kept = fetched(out, "prep-worker2")
+    assert got <= 1.1 and got + kept == pytest.approx(total, abs=0.2), (got, kept)  # 1 MiB pieces
+    assert node_sums("prep-worker2") == source_sums()
+    for name in HOSTS:
+        nothing_left(name)
+    warnings.warn("the swarm's tests took %.0f s" % (time.monotonic() - start))
+
+
 def test_fan_out_check_mode_an_interrupted_copy_and_its_resume():
     for name in HOSTS:
         node(name).check_output("rm -rf %s %s" % (MODEL, RECORD))
     # --check: who would copy from whom; nothing copied.
-    code, out = playbook("model.yml", "--check")
+    code, out = playbook("model.yml", "--check", "-e", "model_pipeline=never")
     assert code == 0, out[-3000:]
     assert lines_of(out, "prep-head") == ["prep-head: model, round 1, would copy from the controller"], out[-3000:]
     assert lines_of(out, "prep-worker2") == ["prep-worker2: model, round 3, would copy from prep-head"], out[-3000:]
@@ -74,7 +206,7 @@ def test_fan_out_check_mode_an_interrupted_copy_and_its_resume():
     # A slow copy (60 MB/s), cut off on prep-worker1 while it fetches from prep-head.
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"), ANSIBLE_NOCOLOR="1")
     run = subprocess.Popen(["ansible-playbook", os.path.join(PROJECT, "playbooks", "model.yml"), "-i", INVENTORY,
-                            "-e", "model_bwlimit=60M", "-e", "model_progress_every=2"],
+                            "-e", "model_bwlimit=60M", "-e", "model_progress_every=2", "-e", "model_pipeline=never"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     worker = node("prep-worker1")
     deadline = time.monotonic() + 240
@@ -104,7 +236,7 @@ def test_fan_out_check_mode_an_interrupted_copy_and_its_resume():
     for name in HOSTS:
         nothing_left(name)
     # The next run resumes prep-worker1's file from a node that holds the model.
-    code, out = playbook("model.yml")
+    code, out = playbook("model.yml", "-e", "model_pipeline=never")
     assert code == 0, out[-3000:]
     done = lines_of(out, "prep-worker1")[-1]
     reused = re.search(r"round 1, copied from prep-\S+ in \d+ s: ([\d.]+) MB sent, ([\d.]+) MB already on the node", done)

@@ -127,8 +127,8 @@ def test_allocation_stays_out_of_mooncake_ray_and_model_transfer_ports():
     plan = fleet_plan(instances, nodes(2, npus=16), dp_rpc_port=29550, api_port=8730, model_transfer_port=8730)
     cluster = plan["instances"]["a"]["cluster"]
     assert cluster["dp_rpc_port"] == 36000
-    # 8730 is the model role's rsync daemons': the API port steps past it.
-    assert cluster["api_port"] == 8731
+    # 8730-8732 are the model copy's (peers, tracker, control): the API port steps past them.
+    assert cluster["api_port"] == 8733
     assert plan["cluster"]["mooncake_ports"] == {"start": 20000, "count": 16000}
     # From Ray's worker range (10002-19999) on, the first free port is past it and past Mooncake's.
     plan = fleet_plan(instances, nodes(2, npus=8), api_port=10500)

@@ -194,7 +194,25 @@ def test_the_head_as_source_and_no_fanout():
     plain = model_files.schedule(["head", "w1", "w2"], set(), source=None, fanout=False)
     assert plain["lines"] == ["round 1: the controller -> head, the controller -> w1, the controller -> w2"]
     assert all(t["wait_for"] == [] and not t["serves"] for t in plain["transfers"])
-    assert model_files.schedule(["a", "b"], {"a", "b"}) == {"transfers": [], "seeds": [], "rounds": 0, "lines": []}
+    nothing = {"transfers": [], "seeds": [], "rounds": 0, "lines": [], "pipelined": False}
+    assert model_files.schedule(["a", "b"], {"a", "b"}) == nothing
+
+
+def test_the_swarm_from_three_receivers_on():
+    # auto: two receivers stay in rounds, three make a swarm where every holder sends from the start.
+    assert not model_files.schedule(["head", "w1", "w2"], set(), source="head", pipeline="auto")["pipelined"]
+    found = model_files.schedule(["head", "w1", "w2", "w3"], {"w3"}, source="head", pipeline="auto")
+    assert not found["pipelined"]
+    found = model_files.schedule(["head", "w1", "w2", "w3"], set(), source="head", pipeline="auto")
+    assert found["pipelined"] and found["seeds"] == ["head"] and found["rounds"] == 1
+    assert [t["host"] for t in found["transfers"]] == ["w1", "w2", "w3"]
+    assert all(t["wait_for"] == [] and t["seeder"] is None for t in found["transfers"])
+    assert found["lines"] == ["swarm: head send to w1, w2, w3 at once, each passing on the pieces it has checked"]
+    # From the controller, with a node that holds the model already.
+    found = model_files.schedule(["a", "b", "c"], {"b"}, pipeline="always")
+    assert found["pipelined"] and found["seeds"] == ["b"]
+    assert found["lines"] == ["swarm: the controller, b send to a, c at once, each passing on the pieces it has checked"]
+    assert not model_files.schedule(["a", "b", "c", "d"], set(), pipeline="never")["pipelined"]
 
 
 def test_rsync_command_lines():

@@ -769,7 +769,8 @@ def test_options_that_break_the_layout_are_refused_with_the_reason(option):
     ({"api_port": 12000}, "ascend_api_port 12000 is in the range Ray's workers take ports from (10002-19999)"),
     ({"ray_port": 8265}, "ascend_ray_port 8265 is Ray's dashboard: choose another port"),
     ({"ray_port": 15000}, "ascend_ray_port 15000 is in the range Ray's workers take ports from (10002-19999)"),
-    ({"model_transfer_port": 10001}, "ascend_model_transfer_port 10001 is Ray's client server under the Ray launcher"),
+    ({"model_transfer_port": 10001 - 2},
+     "ascend_model_transfer_port + 2 (the model copy's control) 10001 is Ray's client server under the Ray launcher"),
 ])
 def test_ports_that_collide_with_rays_own_are_refused_under_ray(settings, message):
     found = errors(launcher="ray", **settings)
@@ -782,6 +783,15 @@ def test_the_model_copy_has_its_own_port_where_the_model_role_copies():
     assert errors(api_port=8730, model_transfer_port=8730) == [
         "ascend_api_port and ascend_model_transfer_port are both 8730: each service needs its own port"]
     assert errors(model_transfer_port=0) == ["ascend_model_transfer_port must be a TCP port 1-65535 (found 0)"]
+    # The pipelined copy's tracker and aria2's control take the two ports after it.
+    cluster = plan(model_transfer_port=8730)["cluster"]
+    assert (cluster["model_tracker_port"], cluster["model_control_port"]) == (8731, 8732)
+    assert errors(api_port=8732, model_transfer_port=8730) == [
+        "ascend_api_port and ascend_model_transfer_port + 2 (the model copy's control) are both 8732: each service "
+        "needs its own port"]
+    assert errors(model_transfer_port=65534) == [
+        "ascend_model_transfer_port must leave the two ports after it for the copy's tracker and aria2's local "
+        "control (found 65534)"]
     # Without copies no port is set aside.
     assert plan(api_port=8730)["cluster"]["model_transfer_port"] is None
 

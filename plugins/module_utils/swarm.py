@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The pipelined copy's decisions (model role, model_pipeline): aria2's configuration on a node and on the
+controller, what a node's aria2 reports (its JSON-RPC, read-only), and when a holder counts as stalled. Pure;
+the modules and the action plugin run them."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+SWARM_UNIT = "ascend-model-swarm.service"
+TRACKER_UNIT = "ascend-model-tracker.service"
+TORRENT = "model.torrent"
+ARIA2_CONF = "aria2.conf"
+TRACKER_DIR = "tracker"
+# The tracker's reply is a file; the torrent's announce URL names it.
+ANNOUNCE = "announce"
+# How often the peers ask the tracker again: the list never changes, a peer that restarts asks at once.
+TRACKER_INTERVAL = 60
+MODES = ("auto", "always", "never")
+# From this many receiving nodes on, model_pipeline: auto pipelines (below, the rounds are as fast).
+AUTO_FROM = 3
+STATUS_KEYS = ["gid", "status", "totalLength", "completedLength", "verifiedLength", "verifyIntegrityPending",
+               "downloadSpeed", "uploadSpeed", "connections", "seeder", "errorCode", "errorMessage"]
+
+
+def pipelined(mode, receivers):
+    """Whether the copy runs as a swarm: model_pipeline and the count of nodes that receive."""
+    if mode == "always":
+        return receivers > 0
+    if mode == "never":
+        return False
+    return receivers >= AUTO_FROM
+
+
+def announce_url(address, port):
+    host = "[%s]" % address if ":" in address else address
+    return "http://%s:%d/%s" % (host, port, ANNOUNCE)
+
+
+def aria2_conf(directory, address, port, control_port, secret, lifetime, peers, holder=False, bwlimit="",
+               stop_with=None):
+    """aria2c's configuration file (0600: it holds the RPC secret). A holder seeds what it has without reading it
+    again (its copy passed the model's check); a receiver checks what it holds piece by piece first, then
+    fetches only the missing or bad pieces. Everyone seeds until the copy's cleanup stops it."""
+    lines = {
+        "dir": directory,
+        "listen-port": port,
+        "interface": address,
+        "disable-ipv6": "false" if ":" in address else "true",
+        # The members are the tracker's list: no DHT, no local discovery, no peer exchange (private torrent).
+        "enable-dht": "false",
+        "enable-dht6": "false",
+        "bt-enable-lpd": "false",
+        "enable-peer-exchange": "false",
+        "bt-max-peers": max(peers, 1),
+        "seed-ratio": "0.0",
+        "bt-seed-unverified": "true" if holder else "false",
+        "check-integrity": "false" if holder else "true",
+        # Files that are there are checked, never renamed or replaced whole.
+        "allow-overwrite": "true",
+        "auto-file-renaming": "false",
+        "file-allocation": "none",
+        "bt-save-metadata": "false",
+        "enable-rpc": "true",
+        "rpc-listen-all": "false",
+        "rpc-listen-port": control_port,
+        "rpc-secret": secret,
+        "console-log-level": "notice",
+        "summary-interval": 0,
+        "stop": lifetime,
+    }
+    if bwlimit:
+        lines["max-overall-upload-limit"] = bwlimit
+    if stop_with:
+        lines["stop-with-process"] = stop_with
+    return "".join("%s=%s\n" % (key, value) for key, value in lines.items())
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def node_status(download, peers, addresses):
+    """One node's view of the swarm from aria2's tellStatus (``download``) and getPeers (``peers``);
+    ``addresses``: inventory name by address, for the holders' names."""
+    total = _int(download.get("totalLength"))
+    completed = _int(download.get("completedLength"))
+    # aria2 gives verifiedLength only while it checks what the node held.
+    checking = download.get("verifyIntegrityPending") == "true" or "verifiedLength" in download
+    holders = [{"name": addresses.get(p.get("ip"), p.get("ip")), "bitfield": p.get("bitfield", ""),
+                "seeder": p.get("seeder") == "true", "choking": p.get("peerChoking") == "true",
+                "rate": _int(p.get("downloadSpeed"))} for p in peers]
+    return {
+        "state": download.get("status", "unknown"),
+        "total": total,
+        "completed": completed,
+        "complete": total > 0 and completed == total,
+        "checking": checking,
+        "download_rate": _int(download.get("downloadSpeed")),
+        "upload_rate": _int(download.get("uploadSpeed")),
+        "peers": sorted(h["name"] for h in holders),
+        "sending": sorted(h["name"] for h in holders if h["rate"] > 0),
+        "holders": sorted(holders, key=lambda h: h["name"]),
+        "error": download.get("errorMessage") if download.get("status") == "error" else None,
+    }
+
+
+class Watch(object):
+    """A node's copy over time. ``stalled``: no new bytes for ``timeout`` seconds. ``frozen``: its own aria2 did
+    not answer for that long (a stopped process). ``stalled_holders``: holders that sent to this node and then
+    stopped: one that was receiving itself whose pieces have not changed for ``timeout`` (it sends no HAVE), or
+    one that holds everything, does not choke the node and has sent nothing for ``timeout`` while the node lacks
+    pieces. aria2 takes their pieces from the other holders meanwhile; this names them."""
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+        self.best = -1
+        self.progress_at = None
+        self.answered_at = None
+        self.sent_at = {}
+        self.changed_at = {}
+        self.bitfields = {}
+        self.last = None
+
+    def seen(self, now, status):
+        """A status read at ``now`` (None: aria2 did not answer)."""
+        if self.progress_at is None:
+            self.progress_at = now
+            self.answered_at = now
+        if status is None:
+            return
+        self.answered_at = now
+        self.last = status
+        if status["completed"] > self.best or status["checking"]:
+            self.best = max(self.best, status["completed"])
+            self.progress_at = now
+        for holder in status["holders"]:
+            name = holder["name"]
+            if self.bitfields.get(name) != holder["bitfield"]:
+                self.bitfields[name] = holder["bitfield"]
+                self.changed_at[name] = now
+            if holder["rate"] > 0:
+                self.sent_at[name] = now
+
+    def frozen(self, now, seconds=None):
+        return self.answered_at is not None and now - self.answered_at >= (seconds or self.timeout)
+
+    def stalled(self, now, seconds=None):
+        return self.progress_at is not None and now - self.progress_at >= (seconds or self.timeout)
+
+    def stalled_holders(self, now):
+        status = self.last
+        if status is None or status["complete"] or status["checking"]:
+            return []
+        found = []
+        for holder in status["holders"]:
+            name = holder["name"]
+            if name not in self.sent_at or now - self.sent_at[name] < self.timeout:
+                continue
+            if holder["seeder"]:
+                if not holder["choking"]:
+                    found.append(name)
+            elif now - self.changed_at.get(name, now) >= self.timeout:
+                found.append(name)
+        return sorted(found)

@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright: ascend.inference contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The pipelined copy's metadata, in BitTorrent's own formats (BEP 3, BEP 23, BEP 27), for aria2: a private
+torrent of the model's files (a SHA-1 per piece, which aria2 checks as each piece arrives) and the tracker's reply,
+which is a fixed list because the plan knows every member."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import ipaddress
+import os
+import struct
+from concurrent.futures import ThreadPoolExecutor
+
+MIB = 1 << 20
+# Small pieces pass on sooner (a node forwards a piece once it holds and checked it); BEP 3's clients do well
+# up to tens of thousands of pieces.
+MIN_PIECE = 1 * MIB
+MAX_PIECE = 16 * MIB
+TARGET_PIECES = 4000
+
+
+def bencode(value):
+    if isinstance(value, bool):
+        raise TypeError("bencode has no booleans")
+    if isinstance(value, int):
+        return b"i%de" % value
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if isinstance(value, bytes):
+        return b"%d:%s" % (len(value), value)
+    if isinstance(value, list):
+        return b"l" + b"".join(bencode(item) for item in value) + b"e"
+    if isinstance(value, dict):
+        items = sorted((key.encode("utf-8") if isinstance(key, str) else key, item) for key, item in value.items())
+        return b"d" + b"".join(bencode(key) + bencode(item) for key, item in items) + b"e"
+    raise TypeError("cannot bencode %r" % type(value))
+
+
+def bdecode(data):
+    """The value bencoded in ``data`` (bytes); strings stay bytes."""
+    value, end = _decode(data, 0)
+    if end != len(data):
+        raise ValueError("trailing data after the bencoded value")
+    return value
+
+
+def _decode(data, at):
+    lead = data[at:at + 1]
+    if lead == b"i":
+        end = data.index(b"e", at)
+        return int(data[at + 1:end]), end + 1
+    if lead in (b"l", b"d"):
+        items, at = [], at + 1
+        while data[at:at + 1] != b"e":
+            item, at = _decode(data, at)
+            items.append(item)
+        if lead == b"l":
+            return items, at + 1
+        return dict(zip(items[::2], items[1::2])), at + 1
+    if lead.isdigit():
+        colon = data.index(b":", at)
+        start = colon + 1
+        end = start + int(data[at:colon])
+        if end > len(data):
+            raise ValueError("a string runs past the end")
+        return data[start:end], end
+    raise ValueError("not bencoded at byte %d" % at)
+
+
+def piece_length(total):
+    """A power of two between 1 and 16 MiB giving about TARGET_PIECES pieces."""
+    length = MIN_PIECE
+    while length < MAX_PIECE and length * TARGET_PIECES < total:
+        length *= 2
+    return length
+
+
+def piece_hashes(root, files, length, workers=None):
+    """SHA-1 of every ``length`` bytes of the files' concatenation (the last piece shorter), in order.
+    ``files``: (relative path, size) pairs."""
+    spans, offset = [], 0
+    for path, size in files:
+        spans.append((offset, os.path.join(root, path), size))
+        offset += size
+    total = offset
+
+    def one(index):
+        start, end = index * length, min((index + 1) * length, total)
+        digest = hashlib.sha1()
+        for begin, path, size in spans:
+            if begin + size <= start or begin >= end or size == 0:
+                continue
+            with open(path, "rb") as handle:
+                handle.seek(max(start - begin, 0))
+                want = min(end, begin + size) - max(start, begin)
+                while want:
+                    chunk = handle.read(min(want, 4 * MIB))
+                    if not chunk:
+                        raise IOError("%s is shorter than %d bytes" % (path, size))
+                    digest.update(chunk)
+                    want -= len(chunk)
+        return digest.digest()
+
+    count = (total + length - 1) // length
+    with ThreadPoolExecutor(max_workers=workers or min(8, (os.cpu_count() or 1) + 1)) as pool:
+        return b"".join(pool.map(one, range(count)))
+
+
+def build(root, files, name, announce, nonce, length=None, pieces=None):
+    """The bencoded private torrent of ``files`` ((relative path, size) pairs, in the manifest's order) under
+    ``root``, whose top directory is ``name``. The nonce is part of the info dictionary: a peer must present the
+    info hash to be served, and nobody outside the run can derive it."""
+    files = list(files)
+    total = sum(size for _path, size in files)
+    length = length or piece_length(total)
+    info = {
+        "name": name,
+        "piece length": length,
+        "pieces": piece_hashes(root, files, length) if pieces is None else pieces,
+        "files": [{"length": size, "path": path.split("/")} for path, size in files],
+        "private": 1,
+        "source": nonce,
+    }
+    return bencode({"announce": announce, "info": info})
+
+
+def info_hash(meta):
+    """The info hash (hex) of a bencoded torrent."""
+    start = meta.index(b"4:infod") + len(b"4:info")
+    _value, end = _decode(meta, start)
+    return hashlib.sha1(meta[start:end]).hexdigest()
+
+
+def tracker_reply(addresses, port, interval=30):
+    """A tracker's reply listing ``addresses`` at ``port`` (BEP 23 compact form, IPv6 in peers6)."""
+    peers, peers6 = b"", b""
+    for address in addresses:
+        parsed = ipaddress.ip_address(address)
+        if parsed.version == 4:
+            peers += parsed.packed + struct.pack(">H", port)
+        else:
+            peers6 += parsed.packed + struct.pack(">H", port)
+    reply = {"interval": interval, "min interval": interval, "peers": peers}
+    if peers6:
+        reply["peers6"] = peers6
+    return bencode(reply)
