@@ -273,7 +273,7 @@ class ActionModule(ActionBase):
                 self.swarm_join(pipeline)
                 watch = swarm.Watch(timeout)
                 continue
-            for name in watch.stalled_holders(now):
+            for name in (watch.stalled_holders(now) if status["answered"] else []):
                 if name not in named:
                     named.add(name)
                     display.warning("%s: model, %s stopped sending (nothing for %d s); the pieces come from the "

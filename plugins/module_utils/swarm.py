@@ -154,16 +154,19 @@ class Watch(object):
         return self.progress_at is not None and now - self.progress_at >= (seconds or self.timeout)
 
     def stalled_holders(self, now):
+        """From the status seen last, which must be the one read at ``now``."""
         status = self.last
         if status is None or status["complete"] or status["checking"]:
             return []
         found = []
         for holder in status["holders"]:
             name = holder["name"]
-            if name not in self.sent_at or now - self.sent_at[name] < self.timeout:
+            if name not in self.sent_at:
                 continue
+            # aria2's rates are averages that take about 10 s to fall to 0 after a peer stops: a receiving holder
+            # is judged by its pieces, which stop changing at once.
             if holder["seeder"]:
-                if not holder["choking"]:
+                if not holder["choking"] and now - self.sent_at[name] >= self.timeout:
                     found.append(name)
             elif now - self.changed_at.get(name, now) >= self.timeout:
                 found.append(name)

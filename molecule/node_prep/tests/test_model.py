@@ -131,9 +131,9 @@ def test_the_swarm_check_mode_a_stopped_sender_an_interrupted_copy_and_a_bad_pie
         assert not node(name).file(MODEL).exists, name
         nothing_left(name)
     # Every sender slow (10 MB/s each): prep-head's aria2 is stopped (SIGSTOP) once it holds a third, while it
-    # sends to the others. They name it after 6 s and take its pieces from the others; its own task starts it
+    # sends to the others. They name it after 8 s and take its pieces from the others; its own task starts it
     # again after twice that.
-    run = slow_run("-e", "model_bwlimit=10M", "-e", "model_stall_timeout=6")
+    run = slow_run("-e", "model_bwlimit=10M", "-e", "model_stall_timeout=8")
     try:
         assert wait_until_held(run, "prep-head", 0.3), "prep-head never held a third"
         node("prep-head").check_output("systemctl kill --signal=SIGSTOP ascend-model-swarm.service")
@@ -145,9 +145,9 @@ def test_the_swarm_check_mode_a_stopped_sender_an_interrupted_copy_and_a_bad_pie
     flat = " ".join(out.split())
     assert run.returncode == 0, out[-4000:]
     named = [name for name in ("prep-worker1", "prep-worker2")
-             if "%s: model, prep-head stopped sending (nothing for 6 s)" % name in flat]
+             if "%s: model, prep-head stopped sending (nothing for 8 s)" % name in flat]
     assert named, out[-4000:]
-    assert "prep-head: model, aria2 on this node has not answered for 12 s (stalled); starting it again" in flat
+    assert "prep-head: model, aria2 on this node has not answered for 16 s (stalled); starting it again" in flat
     warnings.warn("stopped sender: the copy ended %.0f s after prep-head's aria2 was stopped"
                   % (time.monotonic() - stopped))
     assert any(re.search(r"[\d.]+ MB of [\d.]+ MB \(\d+%\), [\d.]+ MB/s", line)

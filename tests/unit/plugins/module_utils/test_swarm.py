@@ -119,3 +119,14 @@ def test_watch_frozen_and_stalled():
     for now in range(0, 100, 10):
         watch.seen(now, swarm.node_status(download(0, verifiedLength=str(now)), [], NAMES))
     assert not watch.stalled(95)
+
+
+def test_watch_names_a_frozen_receiver_while_its_averaged_rate_still_falls():
+    # A frozen aria2's rate, as its peers' aria2 averages it, takes about 10 s to reach 0 (seen with aria2 1.36
+    # on loopback); its pieces stop changing at once.
+    watch = swarm.Watch(8)
+    watch.seen(0, swarm.node_status(download(100), [peer("192.0.2.11", bitfield="f0", rate="900")], NAMES))
+    for now, rate in ((3, "400"), (6, "250"), (8, "100")):
+        peers = [peer("192.0.2.11", bitfield="f0", rate=rate), peer("192.0.2.1", seeder="true", rate="9")]
+        watch.seen(now, swarm.node_status(download(100 + now), peers, NAMES))
+    assert watch.stalled_holders(6) == [] and watch.stalled_holders(8) == ["node1"]
