@@ -78,12 +78,12 @@ def chain(names, source):
     return time.monotonic() - start
 
 
-def swarm(names, source, workdir):
+def swarm(names, source, workdir, piece=None):
     controller = controller_address()
     addresses = [bench.node_ip(i) for i in range(len(names))]
     files = [(name, os.path.getsize(os.path.join(source, name))) for name in sorted(os.listdir(source))]
     meta = torrent.build(source, files, "received", "http://%s:%d/announce" % (addresses[0], TRACKER_PORT),
-                         os.urandom(16).hex())
+                         os.urandom(16).hex(), length=piece)
     path = os.path.join(workdir, "model.torrent")
     with open(path, "wb") as handle:
         handle.write(meta)
@@ -131,6 +131,8 @@ def main():
     parser.add_argument("--size", type=int, default=400)
     parser.add_argument("--rate", default="200mbit")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--designs", default="chain,swarm", help="which designs to time (default chain,swarm)")
+    parser.add_argument("--piece-kib", type=int, help="the swarm's piece length (default: the product's choice)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     source = fanout.model_source(os.path.join(bench.REPO, ".cache", "bench", "fanout-model-%d" % args.size), args.size)
@@ -143,9 +145,10 @@ def main():
             bridge = fanout.cap(nodes.names, args.rate)
             try:
                 for rep in range(args.reps):
-                    for design in ("chain", "swarm"):
+                    for design in args.designs.split(","):
                         wipe(nodes.names)
-                        seconds = chain(nodes.names, source) if design == "chain" else swarm(nodes.names, source, args.out)
+                        seconds = chain(nodes.names, source) if design == "chain" else swarm(
+                            nodes.names, source, args.out, args.piece_kib and args.piece_kib * 1024)
                         bench.log("N=%d rep %d %s: %.1f s" % (count, rep + 1, design, seconds))
                         results.setdefault(str(count), {}).setdefault(design, []).append(round(seconds, 1))
             finally:
@@ -154,8 +157,9 @@ def main():
     lines = ["| nodes | chain (s, min / median / max) | swarm (s) | chain, link-times | swarm, link-times |",
              "|---|---|---|---|---|"]
     for count, row in sorted(results.items(), key=lambda item: int(item[0])):
-        cells = ["%.1f / %.1f / %.1f" % (min(row[d]), statistics.median(row[d]), max(row[d])) for d in ("chain", "swarm")]
-        ratios = [statistics.median(row[d]) / link for d in ("chain", "swarm")]
+        cells = ["%.1f / %.1f / %.1f" % (min(row[d]), statistics.median(row[d]), max(row[d])) if d in row else "-"
+                 for d in ("chain", "swarm")]
+        ratios = [statistics.median(row[d]) / link if d in row else float("nan") for d in ("chain", "swarm")]
         lines.append("| %s | %s | %s | %.2f | %.2f |" % (count, cells[0], cells[1], ratios[0], ratios[1]))
     with open(os.path.join(args.out, "designs.json"), "w") as handle:
         json.dump({"rate": args.rate, "size_mb": args.size, "link_seconds": link, "results": results}, handle)

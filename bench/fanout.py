@@ -107,31 +107,41 @@ def measure(args, count, source, workdir, results):
 
 
 def save(args, results):
+    link = link_seconds(args)
     with open(os.path.join(args.out, "fanout.json"), "w") as handle:
-        json.dump({"rate": args.rate, "size_mb": args.size, "reps": args.reps, "results": results}, handle, indent=1)
-    lines = ["# Model copy: fan-out against a plain copy from the controller",
+        json.dump({"rate": args.rate, "size_mb": args.size, "reps": args.reps, "link_seconds": link,
+                   "results": results}, handle, indent=1)
+    with open(os.path.join(args.out, "fanout.md"), "w") as handle:
+        handle.write(report(args.rate, args.size, args.reps, link, results, commit()))
+
+
+def report(rate, size, reps, link, results, revision):
+    """fanout.md: the table, with link-times = (median - the no-op median) / one copy's time over one link."""
+    lines = ["# Model copy: pipelined, fan-out and a plain copy from the controller",
              "",
              "%s, commit %s; %d MB model (random data), every node's and the controller's egress capped to %s "
-             "(tc tbf); %d repetition(s); wall seconds of `playbooks/model.yml` (min / median / max), the "
-             "manifest checks, the full check after each copy and the cleanup included."
-             % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), commit(), args.size,
-                args.rate, args.reps),
+             "(tc tbf), so one copy over one link takes %.1f s; %d repetition(s); wall seconds of "
+             "`playbooks/model.yml` (min / median / max), the manifest checks, the full check after each copy in "
+             "rounds and the cleanup included. Link-times: (median - the no-op median) / %.1f s."
+             % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), revision, size,
+                rate, link, reps, link),
              "",
-             "| nodes | plain copy | fan-out | fan-out / plain | rounds (fan-out) |",
-             "|---|---|---|---|---|"]
+             "| nodes | plain copy | fan-out | pipelined | no-op | link-times: plain / fan-out / pipelined |",
+             "|---|---|---|---|---|---|"]
     for count in sorted(results, key=int):
         row = results[count]
+        cells = dict((mode, _cell(row, mode)) for mode in ("plain", "fanout", "pipelined", "noop"))
+        noop = statistics.median(cells["noop"][1]) if cells["noop"][1] else None
+        times = ["%.2f" % ((statistics.median(cells[m][1]) - noop) / link) if cells[m][1] and noop is not None else "-"
+                 for m in ("plain", "fanout", "pipelined")]
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            count, cells["plain"][0], cells["fanout"][0], cells["pipelined"][0], cells["noop"][0], " / ".join(times)))
+    return "\n".join(lines) + "\n"
 
-        def cell(mode):
-            times = [r["seconds"] for r in row.get(mode, [])]
-            return ("%.1f / %.1f / %.1f" % (min(times), statistics.median(times), max(times))) if times else "-", times
-        plain, plain_times = cell("plain")
-        fan, fan_times = cell("fanout")
-        ratio = "%.2f" % (statistics.median(fan_times) / statistics.median(plain_times)) if plain_times and fan_times else "-"
-        rounds = 1 + (int(count) - 1).bit_length()
-        lines.append("| %s | %s | %s | %s | %d |" % (count, plain, fan, ratio, rounds))
-    with open(os.path.join(args.out, "fanout.md"), "w") as handle:
-        handle.write("\n".join(lines) + "\n")
+
+def _cell(row, mode):
+    times = [r["seconds"] for r in row.get(mode, [])]
+    return ("%.1f / %.1f / %.1f" % (min(times), statistics.median(times), max(times))) if times else "-", times
 
 
 def link_seconds(args):

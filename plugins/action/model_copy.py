@@ -223,18 +223,18 @@ class ActionModule(ActionBase):
 
     # --- pipelined: the swarm ---------------------------------------------------------------------------------
 
-    def swarm_status(self, pipeline):
+    def swarm_status(self, pipeline, wait):
         answer = self._execute_module(module_name="ascend.inference.model_transfer", task_vars=self.task_vars,
                                       module_args={"state": "swarm_status", "password": self.args["password"],
                                                    "control_port": pipeline["control_port"],
-                                                   "addresses": pipeline["names"]})
+                                                   "addresses": pipeline["names"], "wait": wait})
         if answer.get("failed") or answer.get("unreachable"):
             return {"answered": False, "running": True, "problem": answer.get("msg")}
         return answer["swarm"]
 
     def swarm_join(self, pipeline):
         args = self.args
-        self.module("ascend.inference.model_transfer", {
+        return self.module("ascend.inference.model_transfer", {
             "state": "swarm", "path": args["path"], "address": args["addresses"][self.host], "port": args["port"],
             "control_port": pipeline["control_port"], "password": args["password"], "torrent": pipeline["torrent"],
             "lifetime": args["lifetime"], "bwlimit": args["bwlimit"], "addresses": pipeline["names"]})
@@ -248,10 +248,13 @@ class ActionModule(ActionBase):
         watch = swarm.Watch(timeout)
         throttle = progress.Throttle(args["progress_every"])
         start = time.monotonic()
-        held, named, restarts, status = None, set(), 0, {}
+        # What the node held (checked) when it joined the swarm (the task before).
+        held, named, restarts, status = pipeline.get("held"), set(), 0, {}
+        # Each look waits on the node for the end (a quarter of the stall timeout at most, 5 s at most).
+        wait = max(1, min(5, timeout // 4))
         while True:
+            status = self.swarm_status(pipeline, wait)
             now = time.monotonic()
-            status = self.swarm_status(pipeline)
             watch.seen(now, status if status["answered"] else None)
             if status["answered"]:
                 if status.get("error"):
@@ -270,7 +273,8 @@ class ActionModule(ActionBase):
                 restarts += 1
                 display.warning("%s: model, aria2 on this node has not answered for %d s (stalled); starting it "
                                 "again, it keeps the pieces it checked" % (self.host, 2 * timeout))
-                self.swarm_join(pipeline)
+                rejoined = self.swarm_join(pipeline)
+                held = rejoined.get("held") if held is None else held
                 watch = swarm.Watch(timeout)
                 continue
             for name in (watch.stalled_holders(now) if status["answered"] else []):
@@ -286,10 +290,11 @@ class ActionModule(ActionBase):
                 line = model_files.progress_status(", ".join(status["sending"]) or "the swarm", status["completed"],
                                                    status["total"], status["download_rate"])
                 display.display("%s: model, swarm, %s" % (self.host, line))
-            time.sleep(args["interval"])
+            if not status["answered"]:
+                time.sleep(args["interval"])
         elapsed = max(time.monotonic() - start, 0.001)
         total = status["total"]
-        held = held or 0
+        held = int(held or 0)
         self.mark("received", {})
         # Every piece was checked against its SHA-1 as it arrived: the record needs no second reading.
         check = self.module("ascend.inference.model_check", {
@@ -374,10 +379,7 @@ class ActionModule(ActionBase):
         with open(pid_file) as handle:
             pid = int(handle.read().strip() or 0)
         try:
-            os.kill(pid, signal.SIGTERM)
-            for _attempt in range(50):
-                time.sleep(0.1)
-                os.kill(pid, 0)
+            # It only sends, and aria2 takes about 3 s to end on SIGTERM.
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass  # gone

@@ -75,6 +75,8 @@ def aria2_conf(directory, address, port, control_port, secret, lifetime, peers, 
         lines["max-overall-upload-limit"] = bwlimit
     if stop_with:
         lines["stop-with-process"] = stop_with
+        # The controller: the nodes learn its address from the tracker's list; it announces nowhere.
+        lines["bt-exclude-tracker"] = "*"
     return "".join("%s=%s\n" % (key, value) for key, value in lines.items())
 
 

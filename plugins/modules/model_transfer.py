@@ -28,8 +28,8 @@ description:
   - V(swarm) - C(ascend-model-swarm.service) runs aria2c on O(torrent) (base64) into the parent of O(path),
     bound to O(address) on O(port), its JSON-RPC on 127.0.0.1:O(control_port) with O(password) as its secret.
     With O(holder) the node seeds its copy as it is (it passed the model's check); otherwise aria2 checks what
-    the node holds piece by piece, fetches the missing and bad pieces from every holder at once and seeds what
-    it has while it receives. Its configuration is a 0600 file. A swarm left running is started again.
+    the node holds piece by piece (the module returns once it has, with RV(held)), fetches the missing and bad
+    pieces from every holder at once and seeds what it has while it receives. Its configuration is a 0600 file. A swarm left running is started again.
   - V(swarm_status) - the node's aria2 as its JSON-RPC reports it (read-only), and whether its unit runs.
   - V(absent) - every unit stopped and the configuration, secrets and output removed (and, with O(path), aria2's
     control file beside the model directory), so that nothing listens and no password is left. The units also
@@ -76,7 +76,9 @@ options:
     description: The manifest whose files V(status) and V(fetching) count (C(files), each with C(path) and C(size)).
     type: dict
   wait:
-    description: V(status) - seconds to wait for the fetch to end before answering (it answers as soon as it ends).
+    description: V(status) - seconds to wait for the fetch to end before answering (it answers as soon as it ends);
+      V(swarm_status) - seconds to look before answering (at once when the node holds the model, aria2 failed or
+      does not answer).
     type: int
     default: 0
   torrent:
@@ -145,6 +147,11 @@ output:
   description: V(status) - the last lines of rsync's output, once it ended.
   returned: always
   type: str
+held:
+  description: V(swarm) - bytes of the model the node held, checked piece by piece, when it joined (null for a
+    holder).
+  returned: with state=swarm
+  type: int
 swarm:
   description: V(swarm_status) - C(answered) (aria2's JSON-RPC answered), C(running) (its unit runs), and with an
     answer C(total), C(completed) (bytes checked and held), C(complete), C(checking) (the check of what the
@@ -191,12 +198,15 @@ class Node(object):
         _rc, out = self.run([self.systemctl, "show", "--property=" + SHOW, name], check=False)
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
-    def stop(self, name):
-        """Stop a unit and forget its failure; whether there was anything to stop."""
+    def stop(self, name, kill=False):
+        """Stop a unit and forget its failure; whether there was anything to stop. ``kill``: SIGKILL first (aria2
+        takes about 3 s to end on SIGTERM; what it holds is checked piece by piece on the next start)."""
         state = self.unit(name)
         if state.get("LoadState") != "loaded":
             return False
         if not self.module.check_mode:
+            if kill and state.get("ActiveState") == "active":
+                self.run([self.systemctl, "kill", "--signal=SIGKILL", name], check=False)
             self.run([self.systemctl, "stop", name], check=False)
             self.run([self.systemctl, "reset-failed", name], check=False)
         return True
@@ -400,7 +410,19 @@ def swarm_start(node, params):
     if not _answers("127.0.0.1", params["control_port"], 15):
         module.fail_json(msg="aria2 does not answer on 127.0.0.1:%d: %s" % (
             params["control_port"], node.journal(swarm.SWARM_UNIT).strip() or "no output"))
-    module.exit_json(changed=True, running=True)
+    held = None
+    if not params["holder"]:
+        # aria2 checks what the node holds before it fetches anything: what it found good is the node's start.
+        while held is None:
+            found = _swarm_once(node, params)
+            if not found["running"] or found.get("error"):
+                module.fail_json(msg="aria2 ended while it checked what the node holds: %s" % (
+                    found.get("error") or node.journal(swarm.SWARM_UNIT).strip() or "no output"))
+            if found["answered"] and not found["checking"]:
+                held = found["completed"]
+            else:
+                time.sleep(0.1)
+    module.exit_json(changed=True, running=True, held=held)
 
 
 def _remove_control_file(path):
@@ -423,9 +445,7 @@ def rpc(port, secret, method, *args):
     return answer["result"]
 
 
-def swarm_status(node, params):
-    module = node.module
-    _need(module, params, ("password", "control_port"), "swarm_status")
+def _swarm_once(node, params):
     running = node.unit(swarm.SWARM_UNIT).get("ActiveState") == "active"
     found = {"answered": False, "running": running}
     if running:
@@ -439,7 +459,21 @@ def swarm_status(node, params):
                 found["answered"] = True
         except (IOError, OSError, ValueError, KeyError) as exc:
             found["problem"] = str(exc)
-    if not running:
+    return found
+
+
+def swarm_status(node, params):
+    """The swarm's state on this node, once it holds the model, or it failed, or aria2 did not answer, or after
+    ``wait`` seconds: one module run for several looks (a module run costs the node and the controller CPU)."""
+    module = node.module
+    _need(module, params, ("password", "control_port"), "swarm_status")
+    deadline = time.monotonic() + params["wait"]
+    while True:
+        found = _swarm_once(node, params)
+        if not found["answered"] or found.get("complete") or found.get("error") or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if not found["running"]:
         found["journal"] = node.journal(swarm.SWARM_UNIT).strip()
     module.exit_json(changed=False, swarm=found)
 
@@ -448,7 +482,7 @@ def absent(node, params):
     module = node.module
     changed = node.stop(model_files.FETCH_UNIT)
     changed = node.stop(model_files.SEED_UNIT) or changed
-    changed = node.stop(swarm.SWARM_UNIT) or changed
+    changed = node.stop(swarm.SWARM_UNIT, kill=True) or changed
     changed = node.stop(swarm.TRACKER_UNIT) or changed
     if params["path"] and not module.check_mode:
         changed = _remove_control_file(params["path"]) or changed

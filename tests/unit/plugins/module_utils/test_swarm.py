@@ -51,6 +51,7 @@ def test_aria2_conf_for_a_receiver_and_a_holder():
         "/x", "2001:db8::1", 8730, 8732, "pw", 60, 4, holder=True, bwlimit="500M", stop_with=4242).splitlines())
     assert holder["check-integrity"] == "false" and holder["bt-seed-unverified"] == "true"
     assert holder["max-overall-upload-limit"] == "500M" and holder["stop-with-process"] == "4242"
+    assert holder["bt-exclude-tracker"] == "*" and "bt-exclude-tracker" not in receiver
     assert holder["disable-ipv6"] == "false"
 
 

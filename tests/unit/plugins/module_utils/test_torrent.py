@@ -36,9 +36,11 @@ def test_bdecode_round_trip():
 
 
 def test_piece_length_is_a_power_of_two_within_bounds():
-    assert torrent.piece_length(400 * torrent.MIB) == torrent.MIB
+    assert torrent.piece_length(400 * torrent.MIB) == torrent.MIB // 4
+    assert torrent.piece_length(2048 * torrent.MIB) == torrent.MIB // 4
+    assert torrent.piece_length(2048 * torrent.MIB + 1) == torrent.MIB // 2
+    assert torrent.piece_length(8 * 1024 * torrent.MIB) == torrent.MIB
     assert torrent.piece_length(700 * 1024 * torrent.MIB) == 16 * torrent.MIB
-    assert torrent.piece_length(8 * 1024 * torrent.MIB) == 4 * torrent.MIB
 
 
 def test_pieces_span_files_in_manifest_order(tmp_path):
