@@ -215,10 +215,11 @@ class Node(object):
         self.run([self.module.get_bin_path("systemd-run", required=True), "--unit=" + name, "--quiet"]
                  + ["--property=%s" % p for p in properties] + ["--"] + argv)
 
-    def rsync(self):
-        path = self.module.get_bin_path("rsync")
+    def program(self, name, package):
+        path = self.module.get_bin_path(name)
         if not path:
-            self.module.fail_json(msg="rsync is not installed on the node (the model role installs it before a copy)")
+            self.module.fail_json(msg="%s is not installed on the node (the model role installs it before a copy)"
+                                  % package)
         return path
 
     def journal(self, name):
@@ -279,7 +280,7 @@ def serving(node, params):
         module.exit_json(changed=False)
     node.stop(model_files.SEED_UNIT)
     node.start(model_files.SEED_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
-               [node.rsync(), "--daemon", "--no-detach", "--config=" + CONFIG, "--address=" + params["address"],
+               [node.program("rsync", "rsync"), "--daemon", "--no-detach", "--config=" + CONFIG, "--address=" + params["address"],
                 "--port=%d" % params["port"]])
     # The port answering is not enough: another program may hold it (then the daemon could not bind and ended).
     if not _answers(params["address"], params["port"], 15) \
@@ -306,7 +307,7 @@ def fetching(node, params):
                                   params["bwlimit"] or None, params["io_timeout"])
     node.start(model_files.FETCH_UNIT, ["RemainAfterExit=yes", "RuntimeMaxSec=%d" % params["lifetime"],
                                         "StandardOutput=file:" + OUTPUT, "StandardError=inherit"],
-               [node.rsync()] + argv[1:])
+               [node.program("rsync", "rsync")] + argv[1:])
     module.exit_json(changed=True, running=True, bytes_present=before)
 
 
@@ -381,13 +382,6 @@ def tracker(node, params):
     module.exit_json(changed=True)
 
 
-def aria2(node):
-    path = node.module.get_bin_path("aria2c")
-    if not path:
-        node.module.fail_json(msg="aria2 is not installed on the node (the model role installs it before a copy)")
-    return path
-
-
 def swarm_start(node, params):
     module = node.module
     _need(module, params, ("path", "address", "password", "torrent", "control_port"), "swarm")
@@ -406,7 +400,7 @@ def swarm_start(node, params):
     # aria2's control file names the torrent's info hash, which is new each run; the pieces are checked anyway.
     _remove_control_file(path)
     node.start(swarm.SWARM_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
-               [aria2(node), "--conf-path=" + conf_file, torrent_file])
+               [node.program("aria2c", "aria2"), "--conf-path=" + conf_file, torrent_file])
     if not _answers("127.0.0.1", params["control_port"], 15):
         module.fail_json(msg="aria2 does not answer on 127.0.0.1:%d: %s" % (
             params["control_port"], node.journal(swarm.SWARM_UNIT).strip() or "no output"))

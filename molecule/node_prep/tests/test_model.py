@@ -71,12 +71,15 @@ def swarm_lines(out, host):
 
 
 def fetched(out, host):
-    """(MB fetched, MB the node held) from the node's last line of a pipelined copy."""
+    """(MB fetched, MB the node held) from the node's last line of a pipelined copy (model_files.size_text)."""
     flat = " ".join(out.split())
-    found = re.findall(r"%s: model, received through the swarm in \d+ s: ([\d.]+) MB fetched"
-                       r"(?:, ([\d.]+) MB already on the node)?" % host, flat)
+    size = r"([\d.]+) (B|kB|MB|GB)"
+    found = re.findall(r"%s: model, received through the swarm in \d+ s: %s fetched(?:, %s already on the node)?"
+                       % (host, size, size), flat)
     assert found, "%s received nothing through the swarm: %s" % (host, out[-3000:])
-    return float(found[-1][0]), float(found[-1][1] or 0)
+    scale = {"B": 1e-6, "kB": 1e-3, "MB": 1.0, "GB": 1e3, "": 0.0}
+    got, got_unit, kept, kept_unit = found[-1]
+    return float(got) * scale[got_unit], float(kept or 0) * scale[kept_unit]
 
 
 def slow_run(*extra):
