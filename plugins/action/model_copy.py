@@ -295,7 +295,6 @@ class ActionModule(ActionBase):
         elapsed = max(time.monotonic() - start, 0.001)
         total = status["total"]
         held = int(held or 0)
-        self.mark("received", {})
         # Every piece was checked against its SHA-1 as it arrived: the record needs no second reading.
         check = self.module("ascend.inference.model_check", {
             "path": args["path"], "manifest": args["manifest"], "record": args["record"], "hash": "never"})
