@@ -95,9 +95,10 @@ def test_a_swarm_of_three_repairs_a_damaged_copy_and_fills_an_empty_one(model):
                                            ("127.0.0.3", tmp / "empty", False)):
             controls[address] = free_port()
             conf = tmp / ("%s.conf" % address)
-            # Slow senders (8 MiB/s each): the pieces pass through both receivers while they receive.
+            # Slow senders (1 MiB/s each, about 6 s for the seeder alone): the pieces pass through both receivers
+            # while they receive, and aria2's rates (averaged over seconds) show who sent.
             conf.write_text(swarm.aria2_conf(str(directory), address, peer_port, controls[address], SECRET, 120,
-                                             3, holder=holder, bwlimit="8M"))
+                                             3, holder=holder, bwlimit="1M"))
             processes.append(subprocess.Popen(["aria2c", "--conf-path=%s" % conf, str(tmp / "m.torrent")],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
