@@ -222,6 +222,16 @@ class Node(object):
                                   % package)
         return path
 
+    def serve(self, name, lifetime, argv, address, port, what):
+        """(Re)start ``name`` as a transient unit that listens on ``address``:``port``; fail naming ``what`` unless
+        the port answers and the unit runs (the port answering is not enough: another program may hold it, and
+        then the unit could not bind and ended)."""
+        self.stop(name)
+        self.start(name, ["RuntimeMaxSec=%d" % lifetime, "CollectMode=inactive-or-failed"], argv)
+        if not _answers(address, port, 15) or self.unit(name).get("ActiveState") != "active":
+            self.module.fail_json(msg="%s does not answer on %s:%d: %s" % (
+                what, address, port, self.journal(name).strip() or "no output"))
+
     def journal(self, name):
         journalctl = self.module.get_bin_path("journalctl")
         if not journalctl:
@@ -278,15 +288,10 @@ def serving(node, params):
     changed = _write_secret(CONFIG, config) or changed
     if running and not changed:
         module.exit_json(changed=False)
-    node.stop(model_files.SEED_UNIT)
-    node.start(model_files.SEED_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
-               [node.program("rsync", "rsync"), "--daemon", "--no-detach", "--config=" + CONFIG, "--address=" + params["address"],
-                "--port=%d" % params["port"]])
-    # The port answering is not enough: another program may hold it (then the daemon could not bind and ended).
-    if not _answers(params["address"], params["port"], 15) \
-            or node.unit(model_files.SEED_UNIT).get("ActiveState") != "active":
-        module.fail_json(msg="the rsync daemon does not answer on %s:%d: %s" % (
-            params["address"], params["port"], node.journal(model_files.SEED_UNIT).strip() or "no output"))
+    node.serve(model_files.SEED_UNIT, params["lifetime"],
+               [node.program("rsync", "rsync"), "--daemon", "--no-detach", "--config=" + CONFIG,
+                "--address=" + params["address"], "--port=%d" % params["port"]],
+               params["address"], params["port"], "the rsync daemon")
     module.exit_json(changed=True)
 
 
@@ -370,15 +375,11 @@ def tracker(node, params):
         os.mkdir(directory, 0o755)
     with open(os.path.join(directory, swarm.ANNOUNCE), "wb") as handle:
         handle.write(reply)
-    node.stop(swarm.TRACKER_UNIT)
     # The directory itself is 0700: the server runs as root and serves this one file.
-    node.start(swarm.TRACKER_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
+    node.serve(swarm.TRACKER_UNIT, params["lifetime"],
                [sys.executable, "-m", "http.server", str(params["port"]), "--bind", params["address"],
-                "--directory", directory])
-    if not _answers(params["address"], params["port"], 15) \
-            or node.unit(swarm.TRACKER_UNIT).get("ActiveState") != "active":
-        module.fail_json(msg="the tracker does not answer on %s:%d: %s" % (
-            params["address"], params["port"], node.journal(swarm.TRACKER_UNIT).strip() or "no output"))
+                "--directory", directory],
+               params["address"], params["port"], "the tracker")
     module.exit_json(changed=True)
 
 
