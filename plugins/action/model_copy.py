@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 from ansible.plugins.action import ActionBase
@@ -26,6 +27,7 @@ from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import progress
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
+from ansible_collections.ascend.inference.plugins.module_utils import torrent
 
 display = Display()
 
@@ -37,7 +39,8 @@ ARGUMENTS = dict(
     record=dict(type="str", default=""),
     port=dict(type="int", default=8730),
     password=dict(type="str", required=True, no_log=True),
-    status_dir=dict(type="str", required=True),
+    # Where the rounds' copies meet on the controller (the swarm needs none).
+    status_dir=dict(type="str", default=""),
     source=dict(type="str"),
     bwlimit=dict(type="str", default=""),
     io_timeout=dict(type="int", default=600),
@@ -46,6 +49,9 @@ ARGUMENTS = dict(
     progress_every=dict(type="int", default=10),
     pipeline=dict(type="dict"),
     controller_seed=dict(type="str", choices=["start", "stop"]),
+    # controller_seed: the pieces' SHA-1 kept per manifest; the directory seed_start returned, for stop.
+    cache=dict(type="str", default=""),
+    seed_dir=dict(type="str", default=""),
 )
 
 SSH = ("ssh", "ansible.builtin.ssh", "ansible.legacy.ssh")
@@ -70,6 +76,8 @@ class ActionModule(ActionBase):
         if args["controller_seed"]:
             try:
                 result.update(self.seed_start() if args["controller_seed"] == "start" else self.seed_stop())
+                # The torrent's info dictionary holds the run's password: the result is not shown.
+                result["_ansible_no_log"] = "torrent" in result
             except CopyFailed as exc:
                 result.update(failed=True, msg="the controller cannot send the model: %s" % exc)
             return result
@@ -102,6 +110,8 @@ class ActionModule(ActionBase):
     # --- what the other nodes' tasks see on the controller ---------------------------------------------------
 
     def mark(self, state, content):
+        if not self.args["status_dir"]:
+            return  # the swarm: no round waits for another node's mark
         with open(os.path.join(self.args["status_dir"], "%s.%s" % (self.host, state)), "w") as handle:
             json.dump(dict((k, v) for k, v in content.items() if k != "invocation"), handle)
 
@@ -237,7 +247,8 @@ class ActionModule(ActionBase):
         return self.module("ascend.inference.model_transfer", {
             "state": "swarm", "path": args["path"], "address": args["addresses"][self.host], "port": args["port"],
             "control_port": pipeline["control_port"], "password": args["password"], "torrent": pipeline["torrent"],
-            "lifetime": args["lifetime"], "bwlimit": args["bwlimit"], "addresses": pipeline["names"]})
+            "tracker": pipeline["tracker"], "tracker_port": pipeline["tracker_port"], "lifetime": args["lifetime"],
+            "bwlimit": args["bwlimit"], "addresses": pipeline["names"]})
 
     def swarm_copy(self, transfer):
         """Follow this node's aria2 (started by the task before, with every other node's) until it holds the
@@ -312,13 +323,10 @@ class ActionModule(ActionBase):
 
     # --- the controller's aria2 (pipelined copy from the controller) ------------------------------------------
 
-    def seed_paths(self):
-        base = os.path.join(self.args["status_dir"], "controller-seed")
-        return base, os.path.join(base, "aria2.pid")
-
     def seed_start(self):
         """aria2 on the controller, seeding model_src to the nodes from the address its route to them takes,
-        until seed_stop or the end of ansible-playbook (stop-with-process)."""
+        until seed_stop or the end of ansible-playbook (stop-with-process). Makes the model's torrent first
+        (the pieces' SHA-1 read once per manifest) and returns it with the address and its own directory."""
         args, pipeline = self.args, self.args["pipeline"] or {}
         aria2c = shutil.which("aria2c")
         if not aria2c:
@@ -336,21 +344,28 @@ class ActionModule(ActionBase):
             probe.close()
         except OSError as exc:
             raise CopyFailed("no route from the controller to %s (%s): %s" % (self.host, target, exc))
-        base, pid_file = self.seed_paths()
-        os.makedirs(base, exist_ok=True)
         name = os.path.basename(args["path"].rstrip("/"))
+        try:
+            meta, _hashed, _length, _count = torrent.for_manifest(
+                args["source"], args["manifest"], name, swarm.announce_url(pipeline["tracker"], pipeline["tracker_port"]),
+                args["password"], args["cache"])
+        except (IOError, OSError) as exc:
+            raise CopyFailed("cannot read the model at %s: %s" % (args["source"], exc))
+        # 0700: it holds aria2's configuration, whose RPC secret is the run's password.
+        base = tempfile.mkdtemp(prefix="ascend-model-seed-")
+        pid_file = os.path.join(base, "aria2.pid")
         link = os.path.join(base, name)
         if not os.path.lexists(link):
             os.symlink(args["source"], link)
         torrent_file = os.path.join(base, swarm.TORRENT)
         with open(torrent_file, "wb") as handle:
-            handle.write(base64.b64decode(pipeline["torrent"]))
+            handle.write(meta)
         conf = os.path.join(base, swarm.ARIA2_CONF)
         descriptor = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as handle:
             # The main ansible-playbook process: an interrupted run leaves nothing behind on the controller.
             handle.write(swarm.aria2_conf(base, address, args["port"], pipeline["control_port"], args["password"],
-                                          args["lifetime"], len(args["addresses"]), holder=True,
+                                          args["lifetime"], swarm.CONTROLLER_PEERS, holder=True,
                                           bwlimit=args["bwlimit"], stop_with=os.getppid()))
         with open(os.path.join(base, "aria2.log"), "w") as log:
             process = subprocess.Popen([aria2c, "--conf-path=" + conf, torrent_file], stdin=subprocess.DEVNULL,
@@ -369,11 +384,13 @@ class ActionModule(ActionBase):
                             address, args["port"], progress.tail(log.read(), 6) or "no output"))
                 time.sleep(0.2)
         display.display("the controller sends the model from %s:%d" % (address, args["port"]))
-        return dict(changed=True, address=address, msg="the controller sends from %s" % address)
+        return dict(changed=True, address=address, seed_dir=base, torrent=base64.b64encode(meta).decode(),
+                    msg="the controller sends from %s" % address)
 
     def seed_stop(self):
-        base, pid_file = self.seed_paths()
-        if not os.path.exists(pid_file):
+        base = self.args["seed_dir"]
+        pid_file = os.path.join(base, "aria2.pid")
+        if not base or not os.path.exists(pid_file):
             return dict(changed=False)
         with open(pid_file) as handle:
             pid = int(handle.read().strip() or 0)

@@ -18,6 +18,10 @@ TRACKER_DIR = "tracker"
 ANNOUNCE = "announce"
 # How often the peers ask the tracker again: the list never changes, a peer that restarts asks at once.
 TRACKER_INTERVAL = 60
+# The controller's link carries every piece once at least and is the copy's bottleneck: it serves this many
+# nodes, which pass the pieces on. With every node connected to it, several asked it for the same pieces (8 nodes:
+# 13% of its blocks sent twice, bench/FANOUT.md). Two, not one: a stopped node keeps its slot.
+CONTROLLER_PEERS = 2
 MODES = ("auto", "always", "never")
 # From this many receiving nodes on, model_pipeline: auto pipelines (below, the rounds are as fast).
 AUTO_FROM = 3

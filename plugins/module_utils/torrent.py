@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import hashlib
 import ipaddress
+import json
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
@@ -149,3 +150,40 @@ def tracker_reply(addresses, port, interval=30):
     if peers6:
         reply["peers6"] = peers6
     return bencode(reply)
+
+
+def _cached_pieces(path, digest, length):
+    try:
+        with open(path, "rb") as handle:
+            header = json.loads(handle.readline().decode())
+            pieces = handle.read()
+    except (IOError, OSError, ValueError):
+        return None
+    if header.get("digest") != digest or header.get("piece_length") != length or len(pieces) % 20:
+        return None
+    return pieces
+
+
+def _save_pieces(path, digest, length, pieces):
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    with open(path + ".tmp", "wb") as handle:
+        handle.write(json.dumps({"digest": digest, "piece_length": length}).encode() + b"\n" + pieces)
+    os.rename(path + ".tmp", path)
+
+
+def for_manifest(root, manifest, name, announce, nonce, cache):
+    """The torrent of the manifest's files under ``root``: the pieces' SHA-1 are read once per manifest digest
+    and kept in ``cache``, so a later run reads no file. Returns (bencoded torrent, whether the files were read,
+    piece length, piece count); raises IOError/OSError when a file cannot be read."""
+    files = [(entry["path"], entry["size"]) for entry in manifest["files"]]
+    length = piece_length(sum(size for _path, size in files))
+    digest = manifest.get("digest")
+    pieces = _cached_pieces(cache, digest, length) if digest else None
+    hashed = pieces is None
+    if hashed:
+        pieces = piece_hashes(root, files, length)
+        if digest:
+            _save_pieces(cache, digest, length, pieces)
+    return build(root, files, name, announce, nonce, length, pieces=pieces), hashed, length, len(pieces) // 20

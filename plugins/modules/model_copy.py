@@ -35,8 +35,10 @@ description:
     silent for C(stall_timeout) seconds (aria2 takes its pieces from the others), its own aria2 started again once
     when it stops answering for twice that long, a failure after O(io_timeout) seconds without a byte. Every piece was
     checked as it arrived: the record is written from the quick check, without hashing the files again."
-  - "O(controller_seed) V(start) (once for the run): aria2 on the controller seeds O(source) on the address
-    the controller's route to the first node takes, on O(port), until V(stop) or the end of ansible-playbook."
+  - "O(controller_seed) V(start) (once for the run): makes the model's torrent from O(manifest) (the pieces' SHA-1
+    read once per manifest digest and kept in O(cache)), then aria2 on the controller seeds O(source) on the
+    address the controller's route to the first node takes, on O(port), until V(stop) (with O(seed_dir)) or the
+    end of ansible-playbook."
 extends_documentation_fragment:
   - ascend.inference.model_copy.transfer
 author:
@@ -79,8 +81,17 @@ options:
     default: 8730
   pipeline:
     description: The pipelined copy - C(torrent) (base64), C(control_port) (aria2's JSON-RPC on loopback),
-      C(stall_timeout) and C(names) (inventory names by address).
+      C(tracker) and C(tracker_port) (the swarm's tracker), C(stall_timeout) and C(names) (inventory names by
+      address).
     type: dict
+  cache:
+    description: O(controller_seed=start) - the file that keeps the pieces' SHA-1 of the manifest.
+    type: str
+    default: ""
+  seed_dir:
+    description: O(controller_seed=stop) - the directory RV(seed_dir) that V(start) returned.
+    type: str
+    default: ""
   controller_seed:
     description: V(start) or V(stop) the controller's aria2 (a pipelined copy from the controller).
     type: str
@@ -90,9 +101,10 @@ options:
     type: str
     required: true
   status_dir:
-    description: A directory on the controller, the same for every node of the run.
+    description: A directory on the controller, the same for every node of the run (copies in rounds; the
+      pipelined copy needs none).
     type: str
-    required: true
+    default: ""
   source:
     description: The model's directory on the controller, for a node whose C(seeder) is null.
     type: str
@@ -159,6 +171,15 @@ restarted:
   type: int
 address:
   description: The controller's address the nodes fetch from (O(controller_seed=start)).
+  returned: with O(controller_seed=start)
+  type: str
+seed_dir:
+  description: The controller's aria2's own directory (0700), for O(controller_seed=stop).
+  returned: with O(controller_seed=start)
+  type: str
+torrent:
+  description: The model's torrent, base64, for the nodes (O(controller_seed=start)). The task's result is
+    hidden, since the torrent holds the run's password.
   returned: with O(controller_seed=start)
   type: str
 """

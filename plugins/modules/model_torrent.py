@@ -96,33 +96,10 @@ hashed:
 """
 
 import base64
-import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
-
-
-def _cached(path, digest, length):
-    try:
-        with open(path, "rb") as handle:
-            header = json.loads(handle.readline().decode())
-            pieces = handle.read()
-    except (IOError, OSError, ValueError):
-        return None
-    if header.get("digest") != digest or header.get("piece_length") != length or len(pieces) % 20:
-        return None
-    return pieces
-
-
-def _save(path, digest, length, pieces):
-    directory = os.path.dirname(path)
-    if directory and not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    with open(path + ".tmp", "wb") as handle:
-        handle.write(json.dumps({"digest": digest, "piece_length": length}).encode() + b"\n" + pieces)
-    os.rename(path + ".tmp", path)
 
 
 def main():
@@ -141,23 +118,14 @@ def main():
     params = module.params
     if module.check_mode:
         module.exit_json(changed=False)
-    files = [(entry["path"], entry["size"]) for entry in params["manifest"]["files"]]
-    length = torrent.piece_length(sum(size for _path, size in files))
-    digest = params["manifest"].get("digest")
-    pieces = _cached(params["cache"], digest, length) if digest else None
-    hashed = pieces is None
     try:
-        if hashed:
-            pieces = torrent.piece_hashes(params["path"], files, length)
-            if digest:
-                _save(params["cache"], digest, length, pieces)
-        announce = swarm.announce_url(params["tracker"], params["tracker_port"])
-        meta = torrent.build(params["path"], files, params["name"], announce, params["nonce"], length,
-                             pieces=pieces)
+        meta, hashed, length, count = torrent.for_manifest(
+            params["path"], params["manifest"], params["name"],
+            swarm.announce_url(params["tracker"], params["tracker_port"]), params["nonce"], params["cache"])
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot read the model at %s: %s" % (params["path"], exc))
     module.exit_json(changed=False, torrent=base64.b64encode(meta).decode(), info_hash=torrent.info_hash(meta),
-                     piece_length=length, pieces=len(pieces) // 20, hashed=hashed)
+                     piece_length=length, pieces=count, hashed=hashed)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ description:
     by the next copy. A fetch left by an interrupted run is stopped and started again.
   - V(status) - the fetch's state, the bytes of the manifest's files the node holds so far (files being written
     included) and, once it ended, rsync's exit status, statistics and last output lines.
-  - V(tracker) - the pipelined copy's tracker, C(ascend-model-tracker.service) - python3's C(http.server) bound
-    to O(address) on O(port), serving one fixed reply that lists O(peers) at O(peer_port) (BitTorrent's compact
-    form). The plan knows every member, so the list never changes and nobody else is listed.
   - V(swarm) - C(ascend-model-swarm.service) runs aria2c on O(torrent) (base64) into the parent of O(path),
     bound to O(address) on O(port), its JSON-RPC on 127.0.0.1:O(control_port) with O(password) as its secret.
+    aria2 starts once the swarm's tracker (O(tracker):O(tracker_port)) answers. With O(peers) this node serves
+    the tracker first, C(ascend-model-tracker.service) - python3's C(http.server) bound to O(tracker) on
+    O(tracker_port), serving one fixed reply that lists O(peers) at O(port) (BitTorrent's compact form). The
+    plan knows every member, so the list never changes and nobody else is listed.
     With O(holder) the node seeds its copy as it is (it passed the model's check); otherwise aria2 checks what
     the node holds piece by piece (the module returns once it has, with RV(held)), fetches the missing and bad
     pieces from every holder at once and seeds what it has while it receives. Its configuration is a 0600 file. A swarm left running is started again.
@@ -49,7 +50,7 @@ options:
   state:
     description: What to do (see the description).
     type: str
-    choices: [serving, fetching, status, tracker, swarm, swarm_status, absent]
+    choices: [serving, fetching, status, swarm, swarm_status, absent]
     required: true
   path:
     description: The model directory (C(ascend_model)).
@@ -91,14 +92,18 @@ options:
   control_port:
     description: V(swarm), V(swarm_status) - aria2's JSON-RPC port on 127.0.0.1.
     type: int
+  tracker:
+    description: V(swarm) - the address of the swarm's tracker, which aria2 asks for its peers.
+    type: str
+  tracker_port:
+    description: V(swarm) - the tracker's port.
+    type: int
   peers:
-    description: V(tracker) - every address of the swarm (the members, and the controller when it sends).
+    description: V(swarm) - every address of the swarm (the members, and the controller when it sends), in the
+      order aria2 should try them; given to the one node that serves the tracker.
     type: list
     elements: str
     default: []
-  peer_port:
-    description: V(tracker) - the port every peer listens on.
-    type: int
   addresses:
     description: V(swarm_status) - inventory names by address, to name the senders.
     type: dict
@@ -170,7 +175,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
+from ansible.module_utils.six.moves import http_client
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
@@ -363,37 +368,43 @@ def _need(module, params, names, state):
             module.fail_json(msg="state=%s needs %s" % (state, name))
 
 
-def tracker(node, params):
-    module = node.module
-    _need(module, params, ("address", "peer_port", "peers"), "tracker")
-    reply = torrent.tracker_reply(params["peers"], params["peer_port"], swarm.TRACKER_INTERVAL)
+def serve_tracker(node, params):
+    """The swarm's tracker: one fixed reply listing the members (the list never changes)."""
+    reply = torrent.tracker_reply(params["peers"], params["port"], swarm.TRACKER_INTERVAL)
     directory = os.path.join(model_files.RUNTIME_DIR, swarm.TRACKER_DIR)
-    if module.check_mode:
-        module.exit_json(changed=True)
-    _runtime_dir()
     if not os.path.isdir(directory):
         os.mkdir(directory, 0o755)
     with open(os.path.join(directory, swarm.ANNOUNCE), "wb") as handle:
         handle.write(reply)
     # The directory itself is 0700: the server runs as root and serves this one file.
     node.serve(swarm.TRACKER_UNIT, params["lifetime"],
-               [sys.executable, "-m", "http.server", str(params["port"]), "--bind", params["address"],
+               [sys.executable, "-m", "http.server", str(params["tracker_port"]), "--bind", params["tracker"],
                 "--directory", directory],
-               params["address"], params["port"], "the tracker")
-    module.exit_json(changed=True)
+               params["tracker"], params["tracker_port"], "the tracker")
 
 
 def swarm_start(node, params):
     module = node.module
-    _need(module, params, ("path", "address", "password", "torrent", "control_port"), "swarm")
+    _need(module, params, ("path", "address", "password", "torrent", "control_port", "tracker", "tracker_port"),
+          "swarm")
     path = params["path"].rstrip("/") or "/"
     if module.check_mode:
         module.exit_json(changed=True, running=False)
     _runtime_dir()
+    if params["peers"]:
+        serve_tracker(node, params)
+    # aria2 asks the tracker once at its start and then every few minutes: it must answer first.
+    elif not _answers(params["tracker"], params["tracker_port"], 30):
+        module.fail_json(msg="the swarm's tracker does not answer on %s:%d (it runs on the head, or on the first "
+                         "node of the run)" % (params["tracker"], params["tracker_port"]))
     torrent_file = os.path.join(model_files.RUNTIME_DIR, swarm.TORRENT)
     conf_file = os.path.join(model_files.RUNTIME_DIR, swarm.ARIA2_CONF)
     with open(torrent_file, "wb") as handle:
         handle.write(base64.b64decode(params["torrent"]))
+    # A node that had no copy: its directory as the rounds' preparation makes it (aria2 would, by its umask).
+    if not os.path.isdir(path):
+        os.makedirs(path, 0o755)
+        os.chmod(path, 0o755)
     _write_secret(conf_file, swarm.aria2_conf(
         os.path.dirname(path), params["address"], params["port"], params["control_port"], params["password"],
         params["lifetime"], len(params["addresses"]) or 8, holder=params["holder"], bwlimit=params["bwlimit"]))
@@ -430,11 +441,16 @@ def _remove_control_file(path):
 
 
 def rpc(port, secret, method, *args):
-    """One call to aria2's JSON-RPC on loopback; its result."""
+    """One call to aria2's JSON-RPC on loopback; its result. Plain HTTP: urls.open_url builds a TLS context per
+    call (about 20 ms of CPU), and each node asks twice a second while the copy runs."""
     body = json.dumps({"jsonrpc": "2.0", "id": "ascend", "method": "aria2." + method,
                        "params": ["token:" + secret] + list(args)}).encode()
-    answer = json.loads(open_url("http://127.0.0.1:%d/jsonrpc" % port, data=body, method="POST", timeout=3,
-                                 headers={"Content-Type": "application/json"}, use_proxy=False).read().decode())
+    connection = http_client.HTTPConnection("127.0.0.1", port, timeout=3)
+    try:
+        connection.request("POST", "/jsonrpc", body, {"Content-Type": "application/json"})
+        answer = json.loads(connection.getresponse().read().decode())
+    finally:
+        connection.close()
     if "error" in answer:
         raise ValueError(answer["error"].get("message"))
     return answer["result"]
@@ -452,7 +468,7 @@ def _swarm_once(node, params):
                     if downloads[0].get("status") == "active" else []
                 found.update(swarm.node_status(downloads[0], peers, params["addresses"]))
                 found["answered"] = True
-        except (IOError, OSError, ValueError, KeyError) as exc:
+        except (IOError, OSError, ValueError, KeyError, http_client.HTTPException) as exc:
             found["problem"] = str(exc)
     return found
 
@@ -507,14 +523,15 @@ def main():
             torrent=dict(type="str", no_log=True),
             holder=dict(type="bool", default=False),
             control_port=dict(type="int"),
+            tracker=dict(type="str"),
+            tracker_port=dict(type="int"),
             peers=dict(type="list", elements="str", default=[]),
-            peer_port=dict(type="int"),
             addresses=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     node = Node(module)
-    dict(serving=serving, fetching=fetching, status=status, tracker=tracker, swarm=swarm_start,
+    dict(serving=serving, fetching=fetching, status=status, swarm=swarm_start,
          swarm_status=swarm_status, absent=absent)[module.params["state"]](node, module.params)
 
 

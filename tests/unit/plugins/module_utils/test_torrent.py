@@ -80,3 +80,26 @@ def test_tracker_reply_is_compact():
     assert reply[b"interval"] == 15
     assert reply[b"peers"] == bytes([192, 0, 2, 11, 0x22, 0x1b, 10, 0, 0, 2, 0x22, 0x1b])
     assert reply[b"peers6"] == bytes.fromhex("20010db8000000000000000000000001") + b"\x22\x1b"
+
+
+def test_the_pieces_are_read_once_per_manifest(tmp_path, monkeypatch):
+    model, cache = tmp_path / "model", tmp_path / "cache" / "model.pieces"
+    model.mkdir()
+    (model / "a.bin").write_bytes(b"x" * 1000)
+    manifest = {"digest": "d1", "files": [{"path": "a.bin", "size": 1000}]}
+    first, hashed, length, count = torrent.for_manifest(str(model), manifest, "m", "http://t/announce", "n", str(cache))
+    assert hashed and length == torrent.MIB // 4 and count == 1
+    assert torrent.bdecode(first)[b"info"][b"pieces"] == hashlib.sha1(b"x" * 1000).digest()
+    # Another run of the same manifest reads no file: the kept pieces make the same torrent.
+    monkeypatch.setattr(torrent, "piece_hashes", lambda *a, **k: pytest.fail("the files were read again"))
+    again, hashed, _length, _count = torrent.for_manifest(str(model), manifest, "m", "http://t/announce", "n",
+                                                          str(cache))
+    assert not hashed and again == first
+    # A new manifest (the model changed) reads the files again.
+    monkeypatch.undo()
+    (model / "a.bin").write_bytes(b"y" * 1000)
+    changed = dict(manifest, digest="d2")
+    _meta, hashed, _length, _count = torrent.for_manifest(str(model), changed, "m", "http://t/announce", "n",
+                                                          str(cache))
+    assert hashed
+    assert torrent.bdecode(_meta)[b"info"][b"pieces"] == hashlib.sha1(b"y" * 1000).digest()
