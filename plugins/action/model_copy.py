@@ -261,10 +261,11 @@ class ActionModule(ActionBase):
         start = time.monotonic()
         # What the node held (checked) when it joined the swarm (the task before).
         held, named, restarts, status = pipeline.get("held"), set(), 0, {}
-        # Each look waits on the node for the end (a quarter of the stall timeout at most, 5 s at most).
-        wait = max(1, min(5, timeout // 4))
+        # Each look waits on the node for the end, as long as no holder can count as stalled meanwhile and up to
+        # the progress lines' interval: each look is a module run, which costs the node and the controller CPU.
+        longest = max(1, min(10, args["progress_every"]))
         while True:
-            status = self.swarm_status(pipeline, wait)
+            status = self.swarm_status(pipeline, int(round(watch.next_look(time.monotonic(), longest))))
             now = time.monotonic()
             watch.seen(now, status if status["answered"] else None)
             if status["answered"]:

@@ -161,7 +161,9 @@ swarm:
   description: V(swarm_status) - C(answered) (aria2's JSON-RPC answered), C(running) (its unit runs), and with an
     answer C(total), C(completed) (bytes checked and held), C(complete), C(checking) (the check of what the
     node held runs), C(download_rate), C(upload_rate), C(peers), C(sending) (the holders sending now, by
-    inventory name) and C(error).
+    inventory name), C(holders) (each with C(name), C(bitfield), C(seeder), C(choking), C(rate), and
+    C(changed_ago) and C(sent_ago) - seconds since, within the look, its pieces last changed and it last sent) and
+    C(error).
   returned: with state=swarm_status
   type: dict
 """
@@ -478,10 +480,16 @@ def swarm_status(node, params):
     ``wait`` seconds: one module run for several looks (a module run costs the node and the controller CPU)."""
     module = node.module
     _need(module, params, ("password", "control_port"), "swarm_status")
-    deadline = time.monotonic() + params["wait"]
+    start = time.monotonic()
+    look = swarm.Look(start)
     while True:
         found = _swarm_once(node, params)
-        if not found["answered"] or found.get("complete") or found.get("error") or time.monotonic() >= deadline:
+        if not found["answered"]:
+            break
+        now = time.monotonic()
+        look.add(now, found)
+        if found.get("complete") or found.get("error") or now - start >= params["wait"]:
+            found = look.result(now)
             break
         time.sleep(0.5)
     if not found["running"]:

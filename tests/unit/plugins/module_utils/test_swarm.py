@@ -131,3 +131,42 @@ def test_watch_names_a_frozen_receiver_while_its_averaged_rate_still_falls():
         peers = [peer("192.0.2.11", bitfield="f0", rate=rate), peer("192.0.2.1", seeder="true", rate="9")]
         watch.seen(now, swarm.node_status(download(100 + now), peers, NAMES))
     assert watch.stalled_holders(6) == [] and watch.stalled_holders(8) == ["node1"]
+
+
+def test_a_long_look_tells_when_a_holder_went_quiet():
+    # One module run samples for 10 s; node1's pieces change last at 3 s, the controller sends until 4 s.
+    look = swarm.Look(0)
+    for now, bits, rate in ((0, "f0", "5"), (1, "f8", "5"), (3, "fc", "5"), (4, "fc", "5"), (10, "fc", "0")):
+        look.add(now, swarm.node_status(download(100 + now), [peer("192.0.2.11", bitfield=bits),
+                                                              peer("192.0.2.1", seeder="true", rate=rate)], NAMES))
+    found = dict((h["name"], h) for h in look.result(10)["holders"])
+    assert (found["node1"]["changed_ago"], found["the controller"]["sent_ago"]) == (7, 6)
+    assert found["node1"]["sent_ago"] is None and look.result(10)["completed"] == 110
+    # The watch that sees the look at 10 s knows node1 has been quiet since 3 s: named at 33 s, not 40 s.
+    watch = swarm.Watch(30)
+    watch.seen(0, swarm.node_status(download(100), [peer("192.0.2.11", bitfield="f0", rate="5")], NAMES))
+    watch.seen(10, look.result(10))
+    assert watch.changed_at["node1"] == 3 and watch.sent_at["the controller"] == 4
+    # So the next look lasts until node1's time is up (23 s), however long looks may be.
+    assert watch.next_look(10, 60) == 23
+    quiet = swarm.node_status(download(300), [peer("192.0.2.11", bitfield="fc"),
+                                              peer("192.0.2.1", seeder="true", rate="5")], NAMES)
+    watch.seen(32, quiet)
+    assert watch.stalled_holders(32) == []
+    watch.seen(33, quiet)
+    assert watch.stalled_holders(33) == ["node1"]
+
+
+def test_next_look_is_long_when_nobody_is_due():
+    watch = swarm.Watch(30)
+    assert watch.next_look(0, 10) == 10
+    # A holder that chokes the node, one past its time (named already), one that never sent: none shortens it.
+    watch.seen(0, swarm.node_status(download(100), [peer("192.0.2.11", bitfield="f0", rate="5"),
+                                                    peer("192.0.2.1", seeder="true", rate="5")], NAMES))
+    watch.seen(40, swarm.node_status(download(900), [peer("192.0.2.11", bitfield="f0"),
+                                                     peer("192.0.2.1", seeder="true", choking="true"),
+                                                     peer("192.0.2.12", bitfield="00")], NAMES))
+    assert watch.next_look(40, 10) == 10
+    # Never below a second.
+    watch.seen(41, swarm.node_status(download(950), [peer("192.0.2.11", bitfield="f8", rate="5")], NAMES))
+    assert watch.next_look(70.5, 10) == 1
