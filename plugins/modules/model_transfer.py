@@ -515,7 +515,7 @@ def absent(node, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["serving", "fetching", "status", "tracker", "swarm", "swarm_status", "absent"],
+            state=dict(type="str", choices=["serving", "fetching", "status", "swarm", "swarm_status", "absent"],
                        required=True),
             path=dict(type="path"),
             address=dict(type="str"),
