@@ -60,6 +60,10 @@ DOCKER = ("docker", "community.docker.docker", "community.general.docker")
 LOCAL = ("local", "ansible.builtin.local", "ansible.legacy.local")
 
 
+# The controller's aria2's process id, in its directory.
+SEED_PID = "aria2.pid"
+
+
 class CopyFailed(Exception):
     pass
 
@@ -354,10 +358,20 @@ class ActionModule(ActionBase):
             raise CopyFailed("cannot read the model at %s: %s" % (args["source"], exc))
         # 0700: it holds aria2's configuration, whose RPC secret is the run's password.
         base = tempfile.mkdtemp(prefix="ascend-model-seed-")
-        pid_file = os.path.join(base, "aria2.pid")
+        try:
+            self.seed_in(base, aria2c, address, name, meta)
+        except BaseException:
+            self.remove_seed(base)
+            raise
+        display.display("the controller sends the model from %s:%d" % (address, args["port"]))
+        return dict(changed=True, address=address, seed_dir=base, torrent=base64.b64encode(meta).decode(),
+                    msg="the controller sends from %s" % address)
+
+    def seed_in(self, base, aria2c, address, name, meta):
+        """aria2 seeding from ``base``; returns once it listens."""
+        args, pipeline = self.args, self.args["pipeline"] or {}
         link = os.path.join(base, name)
-        if not os.path.lexists(link):
-            os.symlink(args["source"], link)
+        os.symlink(args["source"], link)
         torrent_file = os.path.join(base, swarm.TORRENT)
         with open(torrent_file, "wb") as handle:
             handle.write(meta)
@@ -371,37 +385,37 @@ class ActionModule(ActionBase):
         with open(os.path.join(base, "aria2.log"), "w") as log:
             process = subprocess.Popen([aria2c, "--conf-path=" + conf, torrent_file], stdin=subprocess.DEVNULL,
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        with open(pid_file, "w") as handle:
+        with open(os.path.join(base, SEED_PID), "w") as handle:
             handle.write("%d\n" % process.pid)
         deadline = time.monotonic() + 15
         while True:
             try:
                 socket.create_connection((address, args["port"]), timeout=2).close()
-                break
+                return
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     with open(os.path.join(base, "aria2.log")) as log:
                         raise CopyFailed("aria2c does not listen on %s:%d: %s" % (
                             address, args["port"], progress.tail(log.read(), 6) or "no output"))
                 time.sleep(0.2)
-        display.display("the controller sends the model from %s:%d" % (address, args["port"]))
-        return dict(changed=True, address=address, seed_dir=base, torrent=base64.b64encode(meta).decode(),
-                    msg="the controller sends from %s" % address)
 
     def seed_stop(self):
         base = self.args["seed_dir"]
-        pid_file = os.path.join(base, "aria2.pid")
-        if not base or not os.path.exists(pid_file):
+        if not base or not os.path.isdir(base):
             return dict(changed=False)
-        with open(pid_file) as handle:
-            pid = int(handle.read().strip() or 0)
-        try:
-            # It only sends, and aria2 takes about 3 s to end on SIGTERM.
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass  # gone
-        shutil.rmtree(base, ignore_errors=True)
+        self.remove_seed(base)
         return dict(changed=True)
+
+    @staticmethod
+    def remove_seed(base):
+        """The controller's aria2 killed (it only sends; it takes about 3 s to end on SIGTERM) and its directory
+        removed."""
+        try:
+            with open(os.path.join(base, SEED_PID)) as handle:
+                os.kill(int(handle.read().strip() or 0), signal.SIGKILL)
+        except (IOError, OSError, ValueError):
+            pass  # never started, or gone
+        shutil.rmtree(base, ignore_errors=True)
 
     # --- from the controller ---------------------------------------------------------------------------------
 

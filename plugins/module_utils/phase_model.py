@@ -46,9 +46,9 @@ def schedule(node, settings):
     source = None if settings["source"] == "controller" else node.plan["cluster"]["head"]
     hosts = node.play_hosts()
     found = model_files.schedule(hosts, complete, source, settings["fanout"], settings.get("pipeline") or "never")
-    # The pipelined copy's tracker: on the head, or on the first node of the run when --limit leaves it out.
-    head = node.plan["cluster"]["head"]
-    found["tracker"] = head if head in hosts else hosts[0]
+    # The pipelined copy's tracker: on the run's first node, which its join serves it from. Every other node's join
+    # waits for it, and the first node is in Ansible's first batch of forks however many nodes the run has.
+    found["tracker"] = hosts[0]
     return {"apply": None, "record": None, "result": found}
 
 

@@ -397,8 +397,8 @@ def swarm_start(node, params):
         serve_tracker(node, params)
     # aria2 asks the tracker once at its start and then every few minutes: it must answer first.
     elif not _answers(params["tracker"], params["tracker_port"], 30):
-        module.fail_json(msg="the swarm's tracker does not answer on %s:%d (it runs on the head, or on the first "
-                         "node of the run)" % (params["tracker"], params["tracker_port"]))
+        module.fail_json(msg="the swarm's tracker does not answer on %s:%d (it runs on the first node of the "
+                         "run)" % (params["tracker"], params["tracker_port"]))
     torrent_file = os.path.join(model_files.RUNTIME_DIR, swarm.TORRENT)
     conf_file = os.path.join(model_files.RUNTIME_DIR, swarm.ARIA2_CONF)
     with open(torrent_file, "wb") as handle:

@@ -458,7 +458,7 @@ cluster:
       type: int
       returned: success
     model_tracker_port:
-      description: O(model_transfer_port) + 1, the pipelined copy's tracker on the head; null when the model role
+      description: O(model_transfer_port) + 1, the pipelined copy's tracker on the run's first node; null when the model role
         copies nothing.
       type: int
       returned: success

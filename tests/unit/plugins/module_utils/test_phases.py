@@ -430,6 +430,12 @@ def test_the_model_roles_decisions_refuse_and_schedule():
     done = phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
     assert done["record"] is None and [t["host"] for t in done["result"]["transfers"]] == ["w"]
     assert done["result"]["transfers"][0]["seeder"] == "h"
+    # The swarm's tracker is on the run's first host, in Ansible's first batch of forks whatever the node count
+    # (every other node's join waits for it), even where the head comes later.
+    assert done["result"]["tracker"] == "h"
+    later = FakeNode("h", plan, variables=checks)
+    later.play_hosts = lambda: ["w", "h"]
+    assert phase_model.schedule(later, {"source": "head", "fanout": True})["result"]["tracker"] == "w"
     checks["w"]["model_node"]["extra"] = ["stray.bin"]
     with pytest.raises(Refused) as refused:
         phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
