@@ -37,6 +37,13 @@ COPY_OPTIONS = ["--recursive", "--copy-links", "--times", "--chmod=D0755,F0644",
                 "--partial-dir=" + PARTIAL_DIR, "--exclude=/.*", "--stats"]
 
 
+def make_model_dir(path):
+    """The model directory where a node had none, 0755 whatever the umask (the engine's user reads it)."""
+    if not os.path.isdir(path):
+        os.makedirs(path, 0o755)
+        os.chmod(path, 0o755)
+
+
 def walk(root, broken=None):
     """{relative path: (size, mtime_ns)} of the regular files under root, links followed (each directory
     once, so a link loop ends), the partial directories left out. A link that leads nowhere is skipped (and

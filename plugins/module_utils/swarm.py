@@ -116,41 +116,6 @@ def node_status(download, peers, addresses):
     }
 
 
-class Look(object):
-    """One look at a node's swarm on the node, sampled every fraction of a second for several seconds: the last
-    sample, each holder with ``changed_ago`` (seconds since its pieces last changed in the look, or the whole look)
-    and ``sent_ago`` (since it last sent to this node in the look, or None). A look can then last long (fewer module
-    runs) and the Watch still learns when a holder went quiet."""
-
-    def __init__(self, now):
-        self.start = now
-        self.last = None
-        self.bitfields = {}
-        self.changed_at = {}
-        self.sent_at = {}
-
-    def add(self, now, status):
-        self.last = status
-        for holder in status.get("holders", []):
-            name = holder["name"]
-            if name in self.bitfields and self.bitfields[name] != holder["bitfield"]:
-                self.changed_at[name] = now
-            self.bitfields[name] = holder["bitfield"]
-            if holder["rate"] > 0:
-                self.sent_at[name] = now
-
-    def result(self, now):
-        status = dict(self.last)
-        holders = []
-        for holder in status.get("holders", []):
-            name = holder["name"]
-            sent = self.sent_at.get(name)
-            holders.append(dict(holder, changed_ago=round(now - self.changed_at.get(name, self.start), 1),
-                                sent_ago=None if sent is None else round(now - sent, 1)))
-        status["holders"] = holders
-        return status
-
-
 class Watch(object):
     """A node's copy over time. ``stalled``: no new bytes for ``timeout`` seconds. ``frozen``: its own aria2 did
     not answer for that long (a stopped process). ``stalled_holders``: holders that sent to this node and then
@@ -182,7 +147,7 @@ class Watch(object):
             self.progress_at = now
         for holder in status["holders"]:
             name = holder["name"]
-            # A long look (Look) tells how long ago within it a holder's pieces changed or it last sent.
+            # A long look (Watch.look on the node) tells how long ago a holder's pieces changed or it last sent.
             if self.bitfields.get(name) != holder["bitfield"]:
                 self.bitfields[name] = holder["bitfield"]
                 self.changed_at[name] = now - (holder.get("changed_ago") or 0)
@@ -190,6 +155,18 @@ class Watch(object):
                 self.sent_at[name] = now
             elif holder.get("sent_ago") is not None:
                 self.sent_at[name] = max(self.sent_at.get(name, 0), now - holder["sent_ago"])
+
+    def look(self, now):
+        """The status seen last, each holder with ``changed_ago`` and ``sent_ago``: seconds since its pieces last
+        changed and since it last sent (None: never), as this watch saw them. On the node, one watch over a look of
+        several seconds tells the controller's watch when a holder went quiet, so that looks can last long (each
+        is a module run) and holders are still named on time."""
+        status = dict(self.last)
+        status["holders"] = [dict(holder, changed_ago=round(now - self.changed_at.get(holder["name"], now), 1),
+                                  sent_ago=None if holder["name"] not in self.sent_at
+                                  else round(now - self.sent_at[holder["name"]], 1))
+                             for holder in status.get("holders", [])]
+        return status
 
     def frozen(self, now, seconds=None):
         return self.answered_at is not None and now - self.answered_at >= (seconds or self.timeout)

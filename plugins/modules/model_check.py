@@ -231,8 +231,7 @@ def main():
                                   and os.path.getsize(os.path.join(path, name)) <= sizes[name]))
         if not module.check_mode:
             if not exists:
-                os.makedirs(path, 0o755)
-                os.chmod(path, 0o755)
+                model_files.make_model_dir(path)
             try:
                 _remove(path, removed)
             except RuntimeError as exc:

@@ -404,9 +404,7 @@ def swarm_start(node, params):
     with open(torrent_file, "wb") as handle:
         handle.write(base64.b64decode(params["torrent"]))
     # A node that had no copy: its directory as the rounds' preparation makes it (aria2 would, by its umask).
-    if not os.path.isdir(path):
-        os.makedirs(path, 0o755)
-        os.chmod(path, 0o755)
+    model_files.make_model_dir(path)
     _write_secret(conf_file, swarm.aria2_conf(
         os.path.dirname(path), params["address"], params["port"], params["control_port"], params["password"],
         params["lifetime"], len(params["addresses"]) or 8, holder=params["holder"], bwlimit=params["bwlimit"]))
@@ -481,15 +479,16 @@ def swarm_status(node, params):
     module = node.module
     _need(module, params, ("password", "control_port"), "swarm_status")
     start = time.monotonic()
-    look = swarm.Look(start)
+    # Only what it records is used here (when each holder last changed and sent): no stall rule, no timeout.
+    look = swarm.Watch(0)
     while True:
         found = _swarm_once(node, params)
         if not found["answered"]:
             break
         now = time.monotonic()
-        look.add(now, found)
+        look.seen(now, found)
         if found.get("complete") or found.get("error") or now - start >= params["wait"]:
-            found = look.result(now)
+            found = look.look(now)
             break
         time.sleep(0.5)
     if not found["running"]:

@@ -134,18 +134,18 @@ def test_watch_names_a_frozen_receiver_while_its_averaged_rate_still_falls():
 
 
 def test_a_long_look_tells_when_a_holder_went_quiet():
-    # One module run samples for 10 s; node1's pieces change last at 3 s, the controller sends until 4 s.
-    look = swarm.Look(0)
+    # One module run samples for 10 s on the node; node1's pieces change last at 3 s, the controller sends until 4 s.
+    on_node = swarm.Watch(0)
     for now, bits, rate in ((0, "f0", "5"), (1, "f8", "5"), (3, "fc", "5"), (4, "fc", "5"), (10, "fc", "0")):
-        look.add(now, swarm.node_status(download(100 + now), [peer("192.0.2.11", bitfield=bits),
-                                                              peer("192.0.2.1", seeder="true", rate=rate)], NAMES))
-    found = dict((h["name"], h) for h in look.result(10)["holders"])
+        on_node.seen(now, swarm.node_status(download(100 + now), [peer("192.0.2.11", bitfield=bits),
+                                                                  peer("192.0.2.1", seeder="true", rate=rate)], NAMES))
+    found = dict((h["name"], h) for h in on_node.look(10)["holders"])
     assert (found["node1"]["changed_ago"], found["the controller"]["sent_ago"]) == (7, 6)
-    assert found["node1"]["sent_ago"] is None and look.result(10)["completed"] == 110
+    assert found["node1"]["sent_ago"] is None and on_node.look(10)["completed"] == 110
     # The watch that sees the look at 10 s knows node1 has been quiet since 3 s: named at 33 s, not 40 s.
     watch = swarm.Watch(30)
     watch.seen(0, swarm.node_status(download(100), [peer("192.0.2.11", bitfield="f0", rate="5")], NAMES))
-    watch.seen(10, look.result(10))
+    watch.seen(10, on_node.look(10))
     assert watch.changed_at["node1"] == 3 and watch.sent_at["the controller"] == 4
     # So the next look lasts until node1's time is up (23 s), however long looks may be.
     assert watch.next_look(10, 60) == 23
