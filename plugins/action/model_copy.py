@@ -237,11 +237,14 @@ class ActionModule(ActionBase):
 
     # --- pipelined: the swarm ---------------------------------------------------------------------------------
 
-    def swarm_status(self, pipeline, wait):
+    def swarm_status(self, pipeline, wait, leave=False, record=False):
+        args = self.args
+        module_args = {"state": "swarm_status", "password": args["password"], "control_port": pipeline["control_port"],
+                       "addresses": pipeline["names"], "wait": wait, "path": args["path"], "leave": leave}
+        if record:
+            module_args.update(record=args["record"], manifest=args["manifest"])
         answer = self._execute_module(module_name="ascend.inference.model_transfer", task_vars=self.task_vars,
-                                      module_args={"state": "swarm_status", "password": self.args["password"],
-                                                   "control_port": pipeline["control_port"],
-                                                   "addresses": pipeline["names"], "wait": wait})
+                                      module_args=module_args)
         if answer.get("failed") or answer.get("unreachable"):
             return {"answered": False, "running": True, "problem": answer.get("msg")}
         return answer["swarm"]
@@ -268,8 +271,13 @@ class ActionModule(ActionBase):
         # Each look waits on the node for the end, as long as no holder can count as stalled meanwhile and up to
         # the progress lines' interval: each look is a module run, which costs the node and the controller CPU.
         longest = max(1, min(10, args["progress_every"]))
+        # The look that sees the end writes the node's record and, once no peer needs this node's pieces, stops
+        # its aria2: no module run after the last piece but that one. The tracker's node stays to the cleanup
+        # after the copy (a node whose aria2 starts again asks the tracker).
+        leave = args["addresses"][self.host] != pipeline["tracker"]
         while True:
-            status = self.swarm_status(pipeline, int(round(watch.next_look(time.monotonic(), longest))))
+            status = self.swarm_status(pipeline, int(round(watch.next_look(time.monotonic(), longest))), leave,
+                                       record=True)
             now = time.monotonic()
             watch.seen(now, status if status["answered"] else None)
             if status["answered"]:
@@ -308,13 +316,13 @@ class ActionModule(ActionBase):
                 display.display("%s: model, swarm, %s" % (self.host, line))
             if not status["answered"]:
                 time.sleep(args["interval"])
-        elapsed = max(time.monotonic() - start, 0.001)
+        elapsed = max(time.monotonic() - start - (status.get("held_for") or 0), 0.001)
         total = status["total"]
         held = int(held or 0)
         # Every piece was checked against its SHA-1 as it arrived: the record needs no second reading.
-        check = self.module("ascend.inference.model_check", {
-            "path": args["path"], "manifest": args["manifest"], "record": args["record"], "hash": "never"})
-        problem = model_files.check_summary(self.host, args["path"], check)
+        if status.get("check") is None:
+            raise CopyFailed("the node's files were not checked against the manifest after the copy")
+        problem = model_files.check_summary(self.host, args["path"], status["check"])
         if problem:
             raise CopyFailed("after the copy, %s" % problem)
         message = "received through the swarm in %d s: %s fetched" % (elapsed, model_files.size_text(total - held))
@@ -323,8 +331,27 @@ class ActionModule(ActionBase):
         if named:
             message += "; stopped sending: %s" % ", ".join(sorted(named))
         display.display("%s: model, %s" % (self.host, message))
+        cleaned = status.get("cleaned") or (leave and self.swarm_leave(pipeline, timeout, longest))
         return dict(changed=True, copied_from="swarm", round=1, seconds=int(elapsed), bytes_sent=total - held,
-                    bytes_reused=held, stalled=sorted(named), restarted=restarts, msg=message)
+                    bytes_reused=held, stalled=sorted(named), restarted=restarts, cleaned=cleaned, msg=message)
+
+    def swarm_leave(self, pipeline, timeout, longest):
+        """The node holds the model and a peer that lacks pieces is still connected to it: it goes on sending
+        (looks that end, and stop its aria2, once no such peer is left) unless those peers' pieces do not change
+        for ``timeout`` seconds (a stopped node, which the cleanup after the copy waits for no longer). Whether
+        the node's aria2 was stopped. The controller and the nodes that held the model send until that cleanup:
+        no node depends on this one's pieces alone."""
+        quiet_since, last = time.monotonic(), None
+        while True:
+            status = self.swarm_status(pipeline, max(1, min(longest, timeout)), leave=True)
+            now = time.monotonic()
+            if not status["answered"] or status.get("cleaned"):
+                return bool(status.get("cleaned"))
+            pieces = sorted((holder["name"], holder["bitfield"]) for holder in status["holders"])
+            if pieces != last:
+                quiet_since, last = now, pieces
+            elif now - quiet_since >= timeout:
+                return False
 
     # --- the controller's aria2 (pipelined copy from the controller) ------------------------------------------
 

@@ -163,6 +163,36 @@ def record(manifest, path):
     return dict(manifest, path=path)
 
 
+def write_record(record_path, saved):
+    """The node's record, 0644, replaced whole (never half written)."""
+    directory = os.path.dirname(record_path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    with open(record_path + ".tmp", "w") as handle:
+        json.dump(saved, handle, sort_keys=True)
+    os.chmod(record_path + ".tmp", 0o644)
+    os.rename(record_path + ".tmp", record_path)
+
+
+def record_checked_copy(manifest, path, record_path):
+    """After a copy that checked every piece as it arrived: the node's files against the manifest by names and
+    sizes (the quick check) and, when they match, the node's record written as model_check writes it (no second
+    reading of the files). compare()'s result, with ``recorded``."""
+    result = compare(manifest, walk(path) if os.path.isdir(path) else {})
+    result["recorded"] = False
+    if manifest.get("digest") and not (result["missing"] or result["wrong_size"] or result["extra"]):
+        saved = record(manifest, path)
+        try:
+            with open(record_path) as handle:
+                earlier = read_record(handle.read(), path)
+        except (IOError, OSError):
+            earlier = None
+        if earlier != saved:
+            write_record(record_path, saved)
+        result["recorded"] = True
+    return result
+
+
 def read_record(text, path):
     """The record in text when it is one of this format for the model at path, else None."""
     try:

@@ -116,6 +116,13 @@ def node_status(download, peers, addresses):
     }
 
 
+def served(status):
+    """Whether the node holds the model and no peer connected to it lacks pieces. aria2 drops the connection
+    between two seeders (DefaultBtInteractive::checkActiveInteraction): a node that holds the model stays
+    connected only to the peers that still need pieces."""
+    return status["complete"] and all(holder["seeder"] for holder in status.get("holders", []))
+
+
 class Watch(object):
     """A node's copy over time. ``stalled``: no new bytes for ``timeout`` seconds. ``frozen``: its own aria2 did
     not answer for that long (a stopped process). ``stalled_holders``: holders that sent to this node and then

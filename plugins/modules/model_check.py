@@ -154,7 +154,6 @@ aria2:
   type: bool
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -184,16 +183,6 @@ def _fetching(module):
         return False
     rc, _out, _err = module.run_command([systemctl, "is-active", "--quiet", model_files.FETCH_UNIT])
     return rc == 0
-
-
-def _write_record(path, saved):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    with open(path + ".tmp", "w") as handle:
-        json.dump(saved, handle, sort_keys=True)
-    os.chmod(path + ".tmp", 0o644)
-    os.rename(path + ".tmp", path)
 
 
 def _summary(data):
@@ -265,7 +254,7 @@ def main():
     if complete and not result["extra"] and hashes_known and trusted and not recorded:
         changed = recorded = True
         if not module.check_mode:
-            _write_record(params["record"], saved)
+            model_files.write_record(params["record"], saved)
     diff = {"before_header": params["record"], "after_header": params["record"],
             "before": _summary(earlier), "after": _summary(saved if recorded else earlier)}
     if removed:

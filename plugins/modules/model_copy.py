@@ -34,7 +34,10 @@ description:
     every O(progress_every) seconds naming the holders sending, a warning naming a holder that sent and went
     silent for C(stall_timeout) seconds (aria2 takes its pieces from the others), its own aria2 started again once
     when it stops answering for twice that long, a failure after O(io_timeout) seconds without a byte. Every piece was
-    checked as it arrived: the record is written from the quick check, without hashing the files again."
+    checked as it arrived: the look that sees the end writes the record from the quick check, without hashing the
+    files again. Then, except on the tracker's node, the node sends on while a peer that lacks pieces is connected
+    to it, and stops its own aria2 and removes the copy's secrets (RV(cleaned)); when those peers' pieces do not
+    change for C(stall_timeout) seconds, it leaves that to the cleanup after the copy."
   - "O(controller_seed) V(start) (once for the run): makes the model's torrent from O(manifest) (the pieces' SHA-1
     read once per manifest digest and kept in O(cache)), then aria2 on the controller seeds O(source) on the
     address the controller's route to the first node takes, on O(port), until V(stop) (with O(seed_dir)) or the
@@ -169,6 +172,11 @@ restarted:
   description: How often the node's own aria2 was started again after it stopped answering (pipelined copy).
   returned: when a pipelined copy ran
   type: int
+cleaned:
+  description: Whether the node stopped its own aria2 and removed the copy's secrets, once no peer that lacked
+    pieces was connected to it (pipelined copy).
+  returned: when a pipelined copy ran
+  type: bool
 address:
   description: The controller's address the nodes fetch from (O(controller_seed=start)).
   returned: with O(controller_seed=start)

@@ -31,7 +31,9 @@ description:
     With O(holder) the node seeds its copy as it is (it passed the model's check); otherwise aria2 checks what
     the node holds piece by piece (the module returns once it has, with RV(held)), fetches the missing and bad
     pieces from every holder at once and seeds what it has while it receives. Its configuration is a 0600 file. A swarm left running is started again.
-  - V(swarm_status) - the node's aria2 as its JSON-RPC reports it (read-only), and whether its unit runs.
+  - V(swarm_status) - the node's aria2 as its JSON-RPC reports it, and whether its unit runs. Read-only, except
+    that once the node holds the model it writes the node's record (O(record)) and, with O(leave), ends the
+    copy on the node once no peer needs its pieces.
   - V(absent) - every unit stopped and the configuration, secrets and output removed (and, with O(path), aria2's
     control file beside the model directory), so that nothing listens and no password is left. The units also
     end by themselves after O(lifetime) seconds (an interrupted run).
@@ -108,6 +110,17 @@ options:
     description: V(swarm_status) - inventory names by address, to name the senders.
     type: dict
     default: {}
+  record:
+    description: V(swarm_status) - the node's record of the model it holds. Once the node holds every piece (each
+      checked as it arrived), its files are checked against O(manifest) by names and sizes and, when they match,
+      the record is written, as M(ascend.inference.model_check) writes it.
+    type: path
+  leave:
+    description: V(swarm_status) - once the node holds the model (and its files match, with O(record)), the look
+      lasts until no peer connected to it lacks pieces (aria2 drops the connections between two seeders), then
+      stops the copy's units and removes its secrets as V(absent) does, or until O(wait) ends it.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -162,8 +175,9 @@ swarm:
     answer C(total), C(completed) (bytes checked and held), C(complete), C(checking) (the check of what the
     node held runs), C(download_rate), C(upload_rate), C(peers), C(sending) (the holders sending now, by
     inventory name), C(holders) (each with C(name), C(bitfield), C(seeder), C(choking), C(rate), and
-    C(changed_ago) and C(sent_ago) - seconds since, within the look, its pieces last changed and it last sent) and
-    C(error).
+    C(changed_ago) and C(sent_ago) - seconds since, within the look, its pieces last changed and it last sent),
+    C(error), C(held_for) (seconds since, within the look, the node held the model), C(check) (with O(record), the
+    quick check's C(missing), C(wrong_size), C(extra) and C(recorded)) and C(cleaned) (with O(leave)).
   returned: with state=swarm_status
   type: dict
 """
@@ -479,40 +493,64 @@ def _swarm_once(node, params):
 
 def swarm_status(node, params):
     """The swarm's state on this node, once it holds the model, or it failed, or aria2 did not answer, or after
-    ``wait`` seconds: one module run for several looks (a module run costs the node and the controller CPU)."""
+    ``wait`` seconds: one module run for several looks (a module run costs the node and the controller CPU).
+    Once the node holds the model: with ``record``, its record from the quick check; with ``leave``, it looks on
+    until no peer connected to it lacks pieces, then stops the copy's units and removes its secrets."""
     module = node.module
     _need(module, params, ("password", "control_port"), "swarm_status")
-    start = time.monotonic()
+    if params["record"]:
+        _need(module, params, ("path", "manifest"), "swarm_status with record")
+    start = now = time.monotonic()
     # Only what it records is used here (when each holder last changed and sent): no stall rule, no timeout.
     look = swarm.Watch(0)
+    held_at, check, cleaned = None, None, False
     while True:
         found = _swarm_once(node, params)
         if not found["answered"]:
             break
         now = time.monotonic()
         look.seen(now, found)
-        if found.get("complete") or found.get("error") or now - start >= params["wait"]:
+        if found["complete"] and held_at is None:
+            held_at = now
+            if params["record"] and not module.check_mode:
+                check = model_files.record_checked_copy(params["manifest"], params["path"].rstrip("/") or "/",
+                                                        params["record"])
+        # A node whose files do not match leaves nothing: the copy fails and its cleanup stops everything.
+        leaving = params["leave"] and not module.check_mode and held_at is not None \
+            and not model_files.mismatch(check or {})
+        if leaving and swarm.served(found):
+            found = look.look(now)
+            _stop_all(node, params["path"])
+            cleaned = True
+            break
+        if (held_at is not None and not leaving) or found.get("error") or now - start >= params["wait"]:
             found = look.look(now)
             break
         time.sleep(0.5)
     if not found["running"]:
         found["journal"] = node.journal(swarm.SWARM_UNIT).strip()
-    module.exit_json(changed=False, swarm=found)
+    found.update(check=check, cleaned=cleaned, held_for=None if held_at is None else round(now - held_at, 1))
+    module.exit_json(changed=cleaned, swarm=found)
 
 
-def absent(node, params):
-    module = node.module
+def _stop_all(node, path):
+    """Every copy unit stopped, aria2's control file beside the model and the copy's secrets removed; whether
+    there was anything."""
     changed = node.stop(model_files.FETCH_UNIT)
     changed = node.stop(model_files.SEED_UNIT) or changed
     changed = node.stop(swarm.SWARM_UNIT, kill=True) or changed
     changed = node.stop(swarm.TRACKER_UNIT) or changed
-    if params["path"] and not module.check_mode:
-        changed = _remove_control_file(params["path"]) or changed
+    if path and not node.module.check_mode:
+        changed = _remove_control_file(path) or changed
     if os.path.exists(model_files.RUNTIME_DIR):
         changed = True
-        if not module.check_mode:
+        if not node.module.check_mode:
             shutil.rmtree(model_files.RUNTIME_DIR)
-    module.exit_json(changed=changed)
+    return changed
+
+
+def absent(node, params):
+    node.module.exit_json(changed=_stop_all(node, params["path"]))
 
 
 def main():
@@ -538,6 +576,8 @@ def main():
             tracker_port=dict(type="int"),
             peers=dict(type="list", elements="str", default=[]),
             addresses=dict(type="dict", default={}),
+            record=dict(type="path"),
+            leave=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

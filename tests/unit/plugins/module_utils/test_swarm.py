@@ -67,6 +67,16 @@ def test_node_status_names_the_senders():
     assert failed["error"] == "disk full"
 
 
+def test_a_node_is_served_once_it_holds_the_model_and_no_peer_lacks_pieces():
+    # aria2 drops the connection between two seeders (DefaultBtInteractive::checkActiveInteraction, aria2 1.36):
+    # a node that holds the model stays connected to the peers that lack pieces only.
+    lacking = [peer("192.0.2.11", bitfield="f0"), peer("192.0.2.1", seeder="true")]
+    assert not swarm.served(swarm.node_status(download(1000), lacking, NAMES))
+    assert not swarm.served(swarm.node_status(download(900), [], NAMES))
+    assert swarm.served(swarm.node_status(download(1000), lacking[1:], NAMES))
+    assert swarm.served(swarm.node_status(download(1000), [], NAMES))
+
+
 def test_watch_names_a_receiver_that_stopped_sending():
     watch = swarm.Watch(30)
     watch.seen(0, swarm.node_status(download(100), [peer("192.0.2.11", bitfield="f0", rate="500")], NAMES))
