@@ -272,12 +272,13 @@ class ActionModule(ActionBase):
         # the progress lines' interval: each look is a module run, which costs the node and the controller CPU.
         longest = max(1, min(10, args["progress_every"]))
         # The look that sees the end writes the node's record and, once no peer needs this node's pieces, stops
-        # its aria2: no module run after the last piece but that one. The tracker's node stays to the cleanup
-        # after the copy (a node whose aria2 starts again asks the tracker).
+        # its aria2: no module run after the last piece but that one. Staying to the cleanup after the copy: the
+        # tracker's node, and a node that named a stalled holder; a node whose aria2 starts again after it froze
+        # asks the tracker, and finds the nodes that stayed.
         leave = args["addresses"][self.host] != pipeline["tracker"]
         while True:
-            status = self.swarm_status(pipeline, int(round(watch.next_look(time.monotonic(), longest))), leave,
-                                       record=True)
+            status = self.swarm_status(pipeline, int(round(watch.next_look(time.monotonic(), longest))),
+                                       leave and not named, record=True)
             now = time.monotonic()
             watch.seen(now, status if status["answered"] else None)
             if status["answered"]:
@@ -331,7 +332,7 @@ class ActionModule(ActionBase):
         if named:
             message += "; stopped sending: %s" % ", ".join(sorted(named))
         display.display("%s: model, %s" % (self.host, message))
-        cleaned = status.get("cleaned") or (leave and self.swarm_leave(pipeline, timeout, longest))
+        cleaned = status.get("cleaned") or (leave and not named and self.swarm_leave(pipeline, timeout, longest))
         return dict(changed=True, copied_from="swarm", round=1, seconds=int(elapsed), bytes_sent=total - held,
                     bytes_reused=held, stalled=sorted(named), restarted=restarts, cleaned=cleaned, msg=message)
 

@@ -35,9 +35,10 @@ description:
     silent for C(stall_timeout) seconds (aria2 takes its pieces from the others), its own aria2 started again once
     when it stops answering for twice that long, a failure after O(io_timeout) seconds without a byte. Every piece was
     checked as it arrived: the look that sees the end writes the record from the quick check, without hashing the
-    files again. Then, except on the tracker's node, the node sends on while a peer that lacks pieces is connected
-    to it, and stops its own aria2 and removes the copy's secrets (RV(cleaned)); when those peers' pieces do not
-    change for C(stall_timeout) seconds, it leaves that to the cleanup after the copy."
+    files again. Then the node sends on while a peer that lacks pieces is connected to it, and stops its own aria2
+    and removes the copy's secrets (RV(cleaned)). It leaves that to the cleanup after the copy on the tracker's
+    node, after it named a stalled holder (whose aria2, started again, finds the nodes that stayed), and when
+    those peers' pieces do not change for C(stall_timeout) seconds."
   - "O(controller_seed) V(start) (once for the run): makes the model's torrent from O(manifest) (the pieces' SHA-1
     read once per manifest digest and kept in O(cache)), then aria2 on the controller seeds O(source) on the
     address the controller's route to the first node takes, on O(port), until V(stop) (with O(seed_dir)) or the

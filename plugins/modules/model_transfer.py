@@ -288,7 +288,7 @@ def _answers(address, port, seconds):
         except (IOError, OSError):
             if time.monotonic() > deadline:
                 return False
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 def serving(node, params):
