@@ -17,6 +17,7 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
+from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
 
 FORMAT = 1
 # rsync --partial-dir: where an interrupted file waits to be resumed (relative: one per directory).
@@ -182,12 +183,7 @@ def record_checked_copy(manifest, path, record_path):
     result["recorded"] = False
     if manifest.get("digest") and not (result["missing"] or result["wrong_size"] or result["extra"]):
         saved = record(manifest, path)
-        try:
-            with open(record_path) as handle:
-                earlier = read_record(handle.read(), path)
-        except (IOError, OSError):
-            earlier = None
-        if earlier != saved:
+        if read_record(read(record_path), path) != saved:
             write_record(record_path, saved)
         result["recorded"] = True
     return result
