@@ -265,8 +265,8 @@ options:
         type: bool
         default: false
       wait_for:
-        description: A TCP port to wait for before the unit starts or restarts; the apply goes on when it does
-          not answer in time and says so in RV(waited).
+        description: A TCP port to wait for before the unit starts or restarts (also a restart only where it runs);
+          the apply goes on when it does not answer in time and says so in RV(waited).
         type: dict
         suboptions:
           host:
@@ -728,7 +728,7 @@ class Apply(object):
                 group.append(steps[index][1])
             index += 1
             unit = units.get(name) or {}
-            if action in ("start", "restart") and unit.get("wait_for"):
+            if action in ("start", "restart", "try-restart") and unit.get("wait_for"):
                 self.result["waited"][name] = wait_for(unit["wait_for"])
             attempts = 1 + (unit.get("retries", 0) if action == "reload" else 0)
             argv = apply_steps.systemctl_argv((action, name))[:2] + (group if name else [])

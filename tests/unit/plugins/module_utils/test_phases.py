@@ -322,6 +322,41 @@ def test_the_node_environment_reads_cann_once_and_restarts_what_loads_it():
     assert other.ran[0][1]["argv"][-1] == "/other/set_env.sh"
 
 
+def test_a_workers_ray_restarts_after_its_heads_not_with_it():
+    # Restarted together, a worker's Ray could join the head that was stopping and stay out of the cluster
+    # (molecule/ray's environment test caught one not back after 240 s): the worker's waits for the second step.
+    plan = make_plan()
+    settings = {"file": "/etc/a/node.env", "secrets_file": "/etc/a/secrets.env", "profile": None, "cann_set_env": "",
+                "services": ["ascend-ray.service", "ascend-serve.service"], "pyacl_site_packages": None}
+    found = {"preflight": {"cann_env": {"set_env": "/c/set_env.sh", "rc": 0, "variables": {}},
+                           "cann": {"set_env": "/c/set_env.sh"}}}
+    head = phase_node_env.desired(FakeNode("h", plan, applied={"h": found}), settings)
+    worker = phase_node_env.desired(FakeNode("w", plan, applied={"w": found}), settings)
+    assert [u["name"] for u in head["apply"]["units"]] == ["ascend-ray.service", "ascend-serve.service"]
+    assert [u["name"] for u in worker["apply"]["units"]] == ["ascend-serve.service"]
+    assert "after" not in head
+    assert worker["after"]({"changed_paths": ["/etc/a/secrets.env"]}) == {"ray_due": True}
+    assert worker["after"]({"changed_paths": ["/etc/profile.d/a.sh"]}) == {"ray_due": False}
+
+    def second(head_steps, due):
+        records = {"h": {"node_env": {"steps": head_steps}}, "w": {"node_env": {"ray_due": due}}}
+        return phase_node_env.ray_workers(FakeNode("w", plan, applied=records), settings)["apply"]
+
+    restarted = [{"unit": "ascend-ray.service", "action": "try-restart", "at": 1.0}]
+    # The head's Ray restarted: the worker's follows once the head's port answers, changed or not.
+    assert second(restarted, False)["units"] == [{"name": "ascend-ray.service", "restart": True, "wait_for": {
+        "host": "192.0.2.11", "port": plan["cluster"]["ray_port"], "timeout": phase_node_env.HEAD_WAIT}}]
+    # Only the worker's environment changed: it restarts, with no head to wait for.
+    assert second([], True)["units"] == [{"name": "ascend-ray.service", "restart": True, "wait_for": None}]
+    assert second([{"unit": "ascend-serve.service", "action": "try-restart", "at": 1.0}], False) is None
+    assert phase_node_env.ray_workers(FakeNode("h", plan, applied={}), settings)["apply"] is None
+    accepted(second(restarted, True))
+    # Under the mp launcher, or where the services leave Ray out, the first step restarts what it names.
+    mp = make_plan(launcher="mp", tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=4)
+    assert phase_node_env.ray_worker_unit(FakeNode("w", mp), settings["services"]) is None
+    assert phase_node_env.ray_worker_unit(FakeNode("w", plan), ["ascend-serve.service"]) is None
+
+
 def test_a_node_whose_nic_is_unknown_is_refused():
     plan = make_plan()
     plan["nodes"]["h"]["unresolved_env"] = ["HCCL_SOCKET_IFNAME"]
