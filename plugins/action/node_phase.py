@@ -30,7 +30,7 @@ PHASES = {
     "npu_report": (phase_npu_network.report, {}),
     "hostnames": (phase_hostnames.desired, phase_hostnames.SETTINGS),
     "node_env": (phase_instances.node_env, phase_node_env.SETTINGS),
-    "node_env_ray": (phase_node_env.ray_workers, phase_node_env.SETTINGS),
+    "node_env_ray": (phase_instances.node_env_ray, phase_node_env.SETTINGS),
     "firewall": (phase_firewall.desired, phase_firewall.SETTINGS),
     "ray_install": (phase_ray.install, phase_ray.SETTINGS),
     "ray_token": (phase_instances.ray_token, phase_ray.SETTINGS),

@@ -223,6 +223,14 @@ def node_env(node, settings):
     return {"apply": state, "warnings": warnings, "record": {"files": wanted}}
 
 
+def node_env_ray(node, settings):
+    """node_env's second step, a Ray worker's restart after its head's: with several instances, none (each instance's
+    Ray unit is its own, and node_env restarts only its serve)."""
+    if is_fleet(node.plan):
+        return {"apply": None, "record": None}
+    return phase_node_env.ray_workers(node, settings)
+
+
 def ray_view(node):
     """The view of the instance whose Ray cluster the node is in, or None: the planner puts a node in one Ray
     cluster at most (Ray's own ports are fixed)."""

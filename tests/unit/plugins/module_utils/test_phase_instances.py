@@ -198,6 +198,13 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     assert "s3cret" not in chat["values"]["environment"]
     assert units(state)["ascend-serve-chat.service"]["try_restart_on"] == [
         "/etc/ascend-inference/node-chat.env", "/etc/ascend-inference/secrets-chat.env"]
+    # node_env's second step restarts the one model's Ray on a worker; with instances there is none to restart,
+    # even where the head's record and the worker's would ask for it.
+    plan["cluster"]["launcher"] = "ray"
+    records = {"h": {"node_env": {"steps": [{"unit": "ascend-ray.service", "action": "try-restart", "at": 1.0}]}},
+               "w": {"node_env": {"ray_due": True}}}
+    settings = dict(NODE_ENV, services=["ascend-ray.service", "ascend-serve.service"])
+    assert phase_instances.node_env_ray(FakeNode("w", plan, applied=records), settings)["apply"] is None
 
 
 def test_without_a_router_the_firewall_opens_every_instances_api_port():
