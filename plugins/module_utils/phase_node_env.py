@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.ascend.inference.plugins.module_utils import input_rules, node_env, phase, systemd
+from ansible_collections.ascend.inference.plugins.module_utils import input_rules, node_env, phase, phase_ray, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
@@ -97,6 +97,5 @@ def ray_workers(node, settings):
     head_restarted = phase.stepped(node.applied("node_env", host=head) or {}, unit, ("try-restart",))
     if not (head_restarted or (node.applied("node_env") or {}).get("ray_due")):
         return {"apply": None, "record": None}
-    wait = {"host": node.plan["nodes"][head]["node_ip"], "port": node.plan["cluster"]["ray_port"],
-            "timeout": HEAD_WAIT} if head_restarted else None
+    wait = phase_ray.head_wait(node.plan, HEAD_WAIT) if head_restarted else None
     return {"apply": {"units": [{"name": unit, "restart": True, "wait_for": wait}]}, "record": None}

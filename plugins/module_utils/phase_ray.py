@@ -199,8 +199,7 @@ def desired(node, settings):
         # Installed before Ray starts, which keeps the CPUs busy; in container mode the head's container sees it
         # through the mounted directory.
         state["files"].append({"path": files["probe"], "mode": "0644", "source": "ray_cluster/cluster_nodes.py"})
-    wait = None if host == head else {"host": plan["nodes"][head]["node_ip"], "port": cluster["ray_port"],
-                                      "timeout": settings["barrier_timeout"]}
+    wait = None if host == head else head_wait(plan, settings["barrier_timeout"])
     if container_mode:
         runtime.config_problems(plan, host, {"ray_cluster_config_dir": settings["config_dir"],
                                              "node_env_secrets_file": settings["secrets_file"].rsplit("/", 1)[0]})
@@ -230,6 +229,12 @@ def desired(node, settings):
             state["peers"] = [{"unit": cluster["units"]["serve"], "user": cluster["service"]["user"]}]
     return {"apply": state, "warnings": warnings, "record": {"token_auth": auth, "versions": found[host]},
             "after": lambda result: {"restarted": restarted(node, settings, result)}}
+
+
+def head_wait(plan, timeout):
+    """A worker's wait for its head's Ray port before its Ray starts (node_apply's wait_for)."""
+    cluster = plan["cluster"]
+    return {"host": plan["nodes"][cluster["head"]]["node_ip"], "port": cluster["ray_port"], "timeout": timeout}
 
 
 def unit_values(plan, plan_node, settings, files):

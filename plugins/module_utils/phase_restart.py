@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_instances
+from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, phase_ray
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
 from ansible_collections.ascend.inference.plugins.module_utils import phase
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
@@ -40,10 +40,8 @@ def ray(node, settings):
         node = phase_instances.ray_view(node)
         if node is None:
             return {"apply": None, "record": {"restarted": False}}
-    cluster = node.plan["cluster"]
-    wait = None if node.host == cluster["head"] else {
-        "host": node.plan["nodes"][cluster["head"]]["node_ip"], "port": cluster["ray_port"],
-        "timeout": settings["barrier_timeout"]}
+    head = node.plan["cluster"]["head"]
+    wait = None if node.host == head else phase_ray.head_wait(node.plan, settings["barrier_timeout"])
     return {"apply": _restart(node, "ray", wait), "record": {"restarted": True}}
 
 
