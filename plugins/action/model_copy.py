@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -60,8 +61,9 @@ DOCKER = ("docker", "community.docker.docker", "community.general.docker")
 LOCAL = ("local", "ansible.builtin.local", "ansible.legacy.local")
 
 
-# The controller's aria2's process id, in its directory.
+# The process ids of the controller's aria2 and of its tracker, in its directory.
 SEED_PID = "aria2.pid"
+TRACKER_PID = "tracker.pid"
 
 
 class CopyFailed(Exception):
@@ -358,8 +360,10 @@ class ActionModule(ActionBase):
 
     def seed_start(self):
         """aria2 on the controller, seeding model_src to the nodes from the address its route to them takes,
-        until seed_stop or the end of ansible-playbook (stop-with-process). Makes the model's torrent first
-        (the pieces' SHA-1 read once per manifest) and returns it with the address and its own directory."""
+        and the swarm's tracker on that address, until seed_stop or the end of ansible-playbook. Makes the
+        model's torrent first (the pieces' SHA-1 read once per manifest) and returns it with the address and its
+        own directory. The tracker here, not on a node: it lives as long as the only holder, and every node may
+        stop its own aria2 once no peer needs its pieces (no node stays for the cleanup after the copy)."""
         args, pipeline = self.args, self.args["pipeline"] or {}
         aria2c = shutil.which("aria2c")
         if not aria2c:
@@ -380,7 +384,7 @@ class ActionModule(ActionBase):
         name = os.path.basename(args["path"].rstrip("/"))
         try:
             meta, _hashed, _length, _count = torrent.for_manifest(
-                args["source"], args["manifest"], name, swarm.announce_url(pipeline["tracker"], pipeline["tracker_port"]),
+                args["source"], args["manifest"], name, swarm.announce_url(address, pipeline["tracker_port"]),
                 args["password"], args["cache"])
         except (IOError, OSError) as exc:
             raise CopyFailed("cannot read the model at %s: %s" % (args["source"], exc))
@@ -392,12 +396,26 @@ class ActionModule(ActionBase):
             self.remove_seed(base)
             raise
         display.display("the controller sends the model from %s:%d" % (address, args["port"]))
-        return dict(changed=True, address=address, seed_dir=base, torrent=base64.b64encode(meta).decode(),
-                    msg="the controller sends from %s" % address)
+        return dict(changed=True, address=address, tracker=address, seed_dir=base,
+                    torrent=base64.b64encode(meta).decode(), msg="the controller sends from %s" % address)
 
     def seed_in(self, base, aria2c, address, name, meta):
-        """aria2 seeding from ``base``; returns once it listens."""
+        """The tracker and aria2 seeding from ``base``; returns once both listen."""
         args, pipeline = self.args, self.args["pipeline"] or {}
+        tracker_dir = os.path.join(base, swarm.TRACKER_DIR)
+        os.mkdir(tracker_dir)
+        with open(os.path.join(tracker_dir, swarm.ANNOUNCE), "wb") as handle:
+            handle.write(torrent.tracker_reply(swarm.members(address, pipeline.get("holders") or [],
+                                                             args["addresses"].values()),
+                                               args["port"], swarm.TRACKER_INTERVAL))
+        with open(os.path.join(base, "tracker.log"), "w") as log:
+            tracker = subprocess.Popen(
+                [sys.executable, "-c", swarm.CONTROLLER_TRACKER, address, str(pipeline["tracker_port"]), tracker_dir,
+                 str(os.getppid())], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        with open(os.path.join(base, TRACKER_PID), "w") as handle:
+            handle.write("%d\n" % tracker.pid)
+        self.listening(tracker, address, pipeline["tracker_port"], os.path.join(base, "tracker.log"), "the tracker")
         link = os.path.join(base, name)
         os.symlink(args["source"], link)
         torrent_file = os.path.join(base, swarm.TORRENT)
@@ -415,17 +433,22 @@ class ActionModule(ActionBase):
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         with open(os.path.join(base, SEED_PID), "w") as handle:
             handle.write("%d\n" % process.pid)
+        self.listening(process, address, args["port"], os.path.join(base, "aria2.log"), "aria2c")
+
+    @staticmethod
+    def listening(process, address, port, log_file, what):
         deadline = time.monotonic() + 15
         while True:
             try:
-                socket.create_connection((address, args["port"]), timeout=2).close()
+                socket.create_connection((address, port), timeout=2).close()
                 return
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    with open(os.path.join(base, "aria2.log")) as log:
-                        raise CopyFailed("aria2c does not listen on %s:%d: %s" % (
-                            address, args["port"], progress.tail(log.read(), 6) or "no output"))
-                time.sleep(0.2)
+                    with open(log_file) as log:
+                        raise CopyFailed("%s does not listen on %s:%d: %s" % (
+                            what, address, port, progress.tail(log.read(), 6) or "no output"))
+                # Either listens within a few milliseconds: every node's join waits for this task.
+                time.sleep(0.02)
 
     def seed_stop(self):
         base = self.args["seed_dir"]
@@ -436,13 +459,17 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def remove_seed(base):
-        """The controller's aria2 killed (it only sends; it takes about 3 s to end on SIGTERM) and its directory
-        removed."""
-        try:
-            with open(os.path.join(base, SEED_PID)) as handle:
-                os.kill(int(handle.read().strip() or 0), signal.SIGKILL)
-        except (IOError, OSError, ValueError):
-            pass  # never started, or gone
+        """The controller's aria2 and tracker killed (aria2 only sends; it takes about 3 s to end on SIGTERM) and
+        their directory removed."""
+        for pid_file in (SEED_PID, TRACKER_PID):
+            try:
+                with open(os.path.join(base, pid_file)) as handle:
+                    pid = int(handle.read().strip())
+                # Never 0 or less: os.kill would signal this whole process group.
+                if pid > 0:
+                    os.kill(pid, signal.SIGKILL)
+            except (IOError, OSError, ValueError):
+                pass  # never started, or gone
         shutil.rmtree(base, ignore_errors=True)
 
     # --- from the controller ---------------------------------------------------------------------------------

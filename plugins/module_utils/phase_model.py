@@ -46,9 +46,10 @@ def schedule(node, settings):
     source = None if settings["source"] == "controller" else node.plan["cluster"]["head"]
     hosts = node.play_hosts()
     found = model_files.schedule(hosts, complete, source, settings["fanout"], settings.get("pipeline") or "never")
-    # The pipelined copy's tracker: on the run's first node, which its join serves it from. Every other node's join
-    # waits for it, and the first node is in Ansible's first batch of forks however many nodes the run has.
-    found["tracker"] = hosts[0]
+    # The pipelined copy's tracker: on the controller when it sends (its aria2's task starts it); otherwise on the
+    # run's first node, which its join serves it from. Every other node's join waits for it, and the first node is
+    # in Ansible's first batch of forks however many nodes the run has.
+    found["tracker"] = None if settings["source"] == "controller" else hosts[0]
     return {"apply": None, "record": None, "result": found}
 
 

@@ -22,6 +22,23 @@ TRACKER_INTERVAL = 60
 # nodes, which pass the pieces on. With every node connected to it, several asked it for the same pieces (8 nodes:
 # 13% of its blocks sent twice, bench/FANOUT.md). Two, not one: a stopped node keeps its slot.
 CONTROLLER_PEERS = 2
+# The tracker on the controller (a copy from the controller): python's http.server serving the one reply from
+# DIRECTORY on ADDRESS:PORT until the process WATCHED (ansible-playbook) ends, as the controller's aria2 does
+# (stop-with-process); the copy's cleanup kills it before. argv: ADDRESS PORT DIRECTORY WATCHED.
+CONTROLLER_TRACKER = """
+import functools, http.server, os, socket, sys, threading, time
+address, port, directory, watched = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+class Server(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
+threading.Thread(target=Server((address, port), handler).serve_forever, daemon=True).start()
+while True:
+    try:
+        os.kill(watched, 0)
+    except OSError:
+        break
+    time.sleep(1)
+"""
 MODES = ("auto", "always", "never")
 # From this many receiving nodes on, model_pipeline: auto pipelines (below, the rounds are as fast).
 AUTO_FROM = 3
@@ -38,16 +55,28 @@ def pipelined(mode, receivers):
     return receivers >= AUTO_FROM
 
 
+def members(controller, holders, addresses):
+    """The tracker's list: the controller, the nodes that hold the model, then every node, each once. aria2 tries
+    them in that order, a few at a time: a node that reached only receivers first waited seconds for its first
+    piece."""
+    found = []
+    for address in [controller] + list(holders) + list(addresses):
+        if address and address not in found:
+            found.append(address)
+    return found
+
+
 def announce_url(address, port):
     host = "[%s]" % address if ":" in address else address
     return "http://%s:%d/%s" % (host, port, ANNOUNCE)
 
 
 def aria2_conf(directory, address, port, control_port, secret, lifetime, peers, holder=False, bwlimit="",
-               stop_with=None):
+               stop_with=None, check=True):
     """aria2c's configuration file (0600: it holds the RPC secret). A holder seeds what it has without reading it
     again (its copy passed the model's check); a receiver checks what it holds piece by piece first, then
-    fetches only the missing or bad pieces. Everyone seeds until the copy's cleanup stops it."""
+    fetches only the missing or bad pieces (``check``: false where it holds nothing, see held_anything()).
+    Everyone seeds until the copy's cleanup stops it."""
     lines = {
         "dir": directory,
         "listen-port": port,
@@ -61,7 +90,7 @@ def aria2_conf(directory, address, port, control_port, secret, lifetime, peers, 
         "bt-max-peers": max(peers, 1),
         "seed-ratio": "0.0",
         "bt-seed-unverified": "true" if holder else "false",
-        "check-integrity": "false" if holder else "true",
+        "check-integrity": "true" if check and not holder else "false",
         # Files that are there are checked, never renamed or replaced whole.
         "allow-overwrite": "true",
         "auto-file-renaming": "false",
@@ -82,6 +111,15 @@ def aria2_conf(directory, address, port, control_port, secret, lifetime, peers, 
         # The controller: the nodes learn its address from the tracker's list; it announces nowhere.
         lines["bt-exclude-tracker"] = "*"
     return "".join("%s=%s\n" % (key, value) for key, value in lines.items())
+
+
+def held_anything(found):
+    """Whether a receiver holds any byte under the model directory (``found``: model_files.walk()), which aria2
+    must check piece by piece before it fetches. Where it holds nothing, aria2 skips that check: a check, even of
+    nothing, puts its first request to the tracker off by one of its one-second rounds, and the connections to
+    the holders by another (8 nodes: the first piece 3.1 s after aria2 started against 1.2 s, bench/FANOUT.md).
+    Every piece is still checked against its SHA-1 as it arrives."""
+    return any(size for size, _mtime in found.values())
 
 
 def _int(value):

@@ -37,12 +37,13 @@ description:
     checked as it arrived: the look that sees the end writes the record from the quick check, without hashing the
     files again. Then the node sends on while a peer that lacks pieces is connected to it, and stops its own aria2
     and removes the copy's secrets (RV(cleaned)). It leaves that to the cleanup after the copy on the tracker's
-    node, after it named a stalled holder (whose aria2, started again, finds the nodes that stayed), and when
+    node (the tracker is the controller's when it sends), after it named a stalled holder (whose aria2, started again, finds the nodes that stayed), and when
     those peers' pieces do not change for C(stall_timeout) seconds."
   - "O(controller_seed) V(start) (once for the run): makes the model's torrent from O(manifest) (the pieces' SHA-1
-    read once per manifest digest and kept in O(cache)), then aria2 on the controller seeds O(source) on the
-    address the controller's route to the first node takes, on O(port), until V(stop) (with O(seed_dir)) or the
-    end of ansible-playbook."
+    read once per manifest digest and kept in O(cache)), then the swarm's tracker (python3's C(http.server), one
+    fixed reply listing the controller, C(holders) and every node of O(addresses)) on C(tracker_port) and aria2
+    seeding O(source) on O(port), both on the address the controller's route to the first node takes, until
+    V(stop) (with O(seed_dir)) or the end of ansible-playbook."
 extends_documentation_fragment:
   - ascend.inference.model_copy.transfer
 author:
@@ -85,8 +86,8 @@ options:
     default: 8730
   pipeline:
     description: The pipelined copy - C(torrent) (base64), C(control_port) (aria2's JSON-RPC on loopback),
-      C(tracker) and C(tracker_port) (the swarm's tracker), C(stall_timeout) and C(names) (inventory names by
-      address).
+      C(tracker) and C(tracker_port) (the swarm's tracker), C(holders) (the addresses of the nodes that hold the
+      model), C(stall_timeout) and C(names) (inventory names by address).
     type: dict
   cache:
     description: O(controller_seed=start) - the file that keeps the pieces' SHA-1 of the manifest.
@@ -180,6 +181,10 @@ cleaned:
   type: bool
 address:
   description: The controller's address the nodes fetch from (O(controller_seed=start)).
+  returned: with O(controller_seed=start)
+  type: str
+tracker:
+  description: The address of the controller's tracker, the same (O(controller_seed=start)).
   returned: with O(controller_seed=start)
   type: str
 seed_dir:

@@ -216,21 +216,35 @@ class Node(object):
         return rc, out
 
     def unit(self, name):
-        _rc, out = self.run([self.systemctl, "show", "--property=" + SHOW, name], check=False)
-        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        return self.units([name]).get(name, {})
+
+    def units(self, names):
+        """{name: its properties} for several units in one systemctl call (a block each, an empty line between)."""
+        _rc, out = self.run([self.systemctl, "show", "--property=Id," + SHOW] + list(names), check=False)
+        found = {}
+        for block in out.split("\n\n"):
+            properties = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+            if properties.get("Id"):
+                found[properties["Id"]] = properties
+        return found
 
     def stop(self, name, kill=False):
         """Stop a unit and forget its failure; whether there was anything to stop. ``kill``: SIGKILL first (aria2
         takes about 3 s to end on SIGTERM; what it holds is checked piece by piece on the next start)."""
-        state = self.unit(name)
-        if state.get("LoadState") != "loaded":
-            return False
-        if not self.module.check_mode:
-            if kill and state.get("ActiveState") == "active":
-                self.run([self.systemctl, "kill", "--signal=SIGKILL", name], check=False)
-            self.run([self.systemctl, "stop", name], check=False)
-            self.run([self.systemctl, "reset-failed", name], check=False)
-        return True
+        return bool(self.stop_units([name], [name] if kill else []))
+
+    def stop_units(self, names, kill):
+        """stop() for several units, one systemctl call per step whatever their count (the last node's cleanup
+        ends the copy); the names that were loaded."""
+        states = self.units(names)
+        loaded = [name for name in names if states.get(name, {}).get("LoadState") == "loaded"]
+        if loaded and not self.module.check_mode:
+            running = [name for name in loaded if name in kill and states[name].get("ActiveState") == "active"]
+            if running:
+                self.run([self.systemctl, "kill", "--signal=SIGKILL"] + running, check=False)
+            self.run([self.systemctl, "stop"] + loaded, check=False)
+            self.run([self.systemctl, "reset-failed"] + loaded, check=False)
+        return loaded
 
     def start(self, name, properties, argv):
         self.run([self.module.get_bin_path("systemd-run", required=True), "--unit=" + name, "--quiet"]
@@ -411,8 +425,8 @@ def swarm_start(node, params):
         serve_tracker(node, params)
     # aria2 asks the tracker once at its start and then every few minutes: it must answer first.
     elif not _answers(params["tracker"], params["tracker_port"], 30):
-        module.fail_json(msg="the swarm's tracker does not answer on %s:%d (it runs on the first node of the "
-                         "run)" % (params["tracker"], params["tracker_port"]))
+        module.fail_json(msg="the swarm's tracker does not answer on %s:%d (it runs on the controller when it "
+                         "sends, on the first node of the run otherwise)" % (params["tracker"], params["tracker_port"]))
     torrent_file = os.path.join(model_files.RUNTIME_DIR, swarm.TORRENT)
     conf_file = os.path.join(model_files.RUNTIME_DIR, swarm.ARIA2_CONF)
     with open(torrent_file, "wb") as handle:
@@ -421,7 +435,8 @@ def swarm_start(node, params):
     model_files.make_model_dir(path)
     _write_secret(conf_file, swarm.aria2_conf(
         os.path.dirname(path), params["address"], params["port"], params["control_port"], params["password"],
-        params["lifetime"], len(params["addresses"]) or 8, holder=params["holder"], bwlimit=params["bwlimit"]))
+        params["lifetime"], len(params["addresses"]) or 8, holder=params["holder"], bwlimit=params["bwlimit"],
+        check=swarm.held_anything(model_files.walk(path))))
     node.stop(swarm.SWARM_UNIT)
     # aria2's control file names the torrent's info hash, which is new each run; the pieces are checked anyway.
     _remove_control_file(path)
@@ -526,7 +541,8 @@ def swarm_status(node, params):
         if (held_at is not None and not leaving) or found.get("error") or now - start >= params["wait"]:
             found = look.look(now)
             break
-        time.sleep(0.5)
+        # Four reads a second (a few milliseconds of CPU each): the last node's look that sees the end ends the copy.
+        time.sleep(0.25)
     if not found["running"]:
         found["journal"] = node.journal(swarm.SWARM_UNIT).strip()
     found.update(check=check, cleaned=cleaned, held_for=None if held_at is None else round(now - held_at, 1))
@@ -536,10 +552,8 @@ def swarm_status(node, params):
 def _stop_all(node, path):
     """Every copy unit stopped, aria2's control file beside the model and the copy's secrets removed; whether
     there was anything."""
-    changed = node.stop(model_files.FETCH_UNIT)
-    changed = node.stop(model_files.SEED_UNIT) or changed
-    changed = node.stop(swarm.SWARM_UNIT, kill=True) or changed
-    changed = node.stop(swarm.TRACKER_UNIT) or changed
+    changed = bool(node.stop_units([model_files.FETCH_UNIT, model_files.SEED_UNIT, swarm.SWARM_UNIT,
+                                    swarm.TRACKER_UNIT], kill=[swarm.SWARM_UNIT]))
     if path and not node.module.check_mode:
         changed = _remove_control_file(path) or changed
     if os.path.exists(model_files.RUNTIME_DIR):

@@ -1,7 +1,8 @@
 """The pipelined copy's parts with the real aria2 (Debian's aria2 1.36, installed by setup-host.sh), on loopback:
-the torrent and the tracker reply of plugins/module_utils/torrent.py, aria2's configuration and the reading of
-its JSON-RPC of plugins/module_utils/swarm.py. A seeder and two receivers on 127.0.0.1-3; one receiver holds a
-file with a bad piece and a file cut short, as an interrupted or damaged copy leaves them."""
+the torrent and the tracker reply of plugins/module_utils/torrent.py, aria2's configuration, the reading of its
+JSON-RPC and the controller's tracker of plugins/module_utils/swarm.py. A seeder and two receivers on
+127.0.0.1-3; one receiver holds a file with a bad piece and a file cut short, as an interrupted or damaged copy
+leaves them, the other nothing (aria2 checks nothing there before it asks the tracker)."""
 
 import hashlib
 import json
@@ -17,7 +18,7 @@ import pytest
 
 from test_router import collection
 
-swarm = torrent = None
+model_files = swarm = torrent = None
 SECRET = "s3cret"
 PIECE = 1 << 20
 
@@ -43,8 +44,8 @@ def status(port, names):
 @pytest.fixture
 def model(tmp_path):
     collection(tmp_path)
-    global swarm, torrent  # pylint: disable=global-statement
-    from ansible_collections.ascend.inference.plugins.module_utils import swarm, torrent
+    global model_files, swarm, torrent  # pylint: disable=global-statement
+    from ansible_collections.ascend.inference.plugins.module_utils import model_files, swarm, torrent
     source = tmp_path / "src" / "model"
     (source / "tokenizer").mkdir(parents=True)
     random = os.urandom(6 * PIECE + 12345)
@@ -85,20 +86,34 @@ def test_a_swarm_of_three_repairs_a_damaged_copy_and_fills_an_empty_one(model):
         handle.write(b"\xff" if handle.read(1) != b"\xff" else b"\x00")
     with open(str(damaged / "model-2.safetensors"), "r+b") as handle:
         handle.truncate(PIECE + PIECE // 2)
-    (tmp / "empty").mkdir()
-    processes = [subprocess.Popen([sys.executable, "-m", "http.server", str(tracker_port), "--bind", "127.0.0.1",
-                                   "--directory", str(tmp / "tracker")], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)]
+    (tmp / "empty" / "model").mkdir(parents=True)
+    # The tracker as the controller serves it, for as long as the process it watches (ansible-playbook there).
+    watched = subprocess.Popen(["sleep", "120"])
+    tracker = subprocess.Popen([sys.executable, "-c", swarm.CONTROLLER_TRACKER, "127.0.0.1", str(tracker_port),
+                                str(tmp / "tracker"), str(watched.pid)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    processes = [watched, tracker]
     controls = {}
     try:
+        # aria2 asks the tracker as it starts where it has nothing to check: the nodes' joins wait for it too.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", tracker_port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the tracker does not listen"
+                time.sleep(0.05)
         for address, directory, holder in (("127.0.0.1", tmp / "src", True), ("127.0.0.2", tmp / "damaged", False),
                                            ("127.0.0.3", tmp / "empty", False)):
             controls[address] = free_port()
             conf = tmp / ("%s.conf" % address)
             # Slow senders (1 MiB/s each, about 6 s for the seeder alone): the pieces pass through both receivers
             # while they receive, and aria2's rates (averaged over seconds) show who sent.
+            check = swarm.held_anything(model_files.walk(str(directory / "model")))
+            assert check == (address != "127.0.0.3")
             conf.write_text(swarm.aria2_conf(str(directory), address, peer_port, controls[address], SECRET, 120,
-                                             3, holder=holder, bwlimit="1M"))
+                                             3, holder=holder, bwlimit="1M", check=check))
             processes.append(subprocess.Popen(["aria2c", "--conf-path=%s" % conf, str(tmp / "m.torrent")],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
@@ -125,6 +140,11 @@ def test_a_swarm_of_three_repairs_a_damaged_copy_and_fills_an_empty_one(model):
         assert held == {"127.0.0.2": 4 * PIECE, "127.0.0.3": 0}, held
         # The empty receiver got pieces from the damaged one too: pieces travel on while they arrive.
         assert "damaged" in seen["127.0.0.3"] or "empty" in seen["127.0.0.2"], seen
+        # The tracker ends with the process it watches (it looks once a second).
+        assert tracker.poll() is None
+        watched.kill()
+        watched.wait()
+        assert tracker.wait(timeout=5) == 0
     finally:
         for process in processes:
             process.terminate()

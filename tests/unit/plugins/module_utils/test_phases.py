@@ -471,6 +471,11 @@ def test_the_model_roles_decisions_refuse_and_schedule():
     later = FakeNode("h", plan, variables=checks)
     later.play_hosts = lambda: ["w", "h"]
     assert phase_model.schedule(later, {"source": "head", "fanout": True})["result"]["tracker"] == "w"
+    # From the controller, the controller's aria2's task serves it: no node's join does.
+    checks["h"]["model_node"]["complete"] = False
+    assert phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "controller", "fanout": True})[
+        "result"]["tracker"] is None
+    checks["h"]["model_node"]["complete"] = True
     checks["w"]["model_node"]["extra"] = ["stray.bin"]
     with pytest.raises(Refused) as refused:
         phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})

@@ -53,6 +53,16 @@ def test_aria2_conf_for_a_receiver_and_a_holder():
     assert holder["max-overall-upload-limit"] == "500M" and holder["stop-with-process"] == "4242"
     assert holder["bt-exclude-tracker"] == "*" and "bt-exclude-tracker" not in receiver
     assert holder["disable-ipv6"] == "false"
+    fresh = dict(line.split("=", 1) for line in swarm.aria2_conf(
+        "/models", "192.0.2.12", 8730, 8732, "pw", 86400, 4, check=False).splitlines())
+    assert fresh["check-integrity"] == "false" and fresh["bt-seed-unverified"] == "false"
+
+
+def test_a_receiver_is_checked_where_it_holds_any_byte():
+    # model_files.walk(): {path: (size, mtime_ns)}
+    assert not swarm.held_anything({})
+    assert not swarm.held_anything({"config.json": (0, 1), "model-00001.safetensors": (0, 1)})
+    assert swarm.held_anything({"config.json": (0, 1), "model-00001.safetensors": (1, 1)})
 
 
 def test_node_status_names_the_senders():
@@ -180,3 +190,10 @@ def test_next_look_is_long_when_nobody_is_due():
     # Never below a second.
     watch.seen(41, swarm.node_status(download(950), [peer("192.0.2.11", bitfield="f8", rate="5")], NAMES))
     assert watch.next_look(70.5, 10) == 1
+
+
+def test_the_trackers_list_names_the_holders_first_and_each_member_once():
+    assert swarm.members("192.0.2.1", ["192.0.2.12"], ["192.0.2.11", "192.0.2.12", "192.0.2.13"]) == [
+        "192.0.2.1", "192.0.2.12", "192.0.2.11", "192.0.2.13"]
+    assert swarm.members(None, [], ["192.0.2.11", "192.0.2.11"]) == ["192.0.2.11"]
+
