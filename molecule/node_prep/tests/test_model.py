@@ -299,3 +299,14 @@ def test_a_corrupted_file_is_found_by_the_full_check_and_fetched_again_after_a_h
     record = json.loads(head.file(RECORD).content_string)
     assert not [f for f in record["files"] if f["path"].startswith(".")] and not worker.file(MODEL + "/.cache").exists
     nothing_left("prep-worker2")
+    # The swarm from the head: the head and prep-worker1 hold the model, the tracker is on the run's first node
+    # (prep-head) and prep-worker2 fetches only the piece found bad.
+    worker.check_output("touch -r {0} /tmp/stamp && printf 'corrupt' | dd of={0} bs=1 seek=4096 conv=notrunc "
+                        "status=none && touch -r /tmp/stamp {0}".format(victim))
+    code, out = playbook("model.yml", "--tags", "model_verify", "-e", json.dumps(hub), "-e", "model_pipeline=always")
+    assert code == 0, out[-3000:]
+    got, kept = fetched(out, "prep-worker2")
+    assert got <= 0.3 and got + kept == pytest.approx(source_bytes() / 1e6, abs=0.2), (got, kept)
+    assert node_sums("prep-worker2") == source_sums()
+    for name in HOSTS:
+        nothing_left(name)
