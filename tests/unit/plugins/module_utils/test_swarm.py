@@ -196,4 +196,3 @@ def test_the_trackers_list_names_the_holders_first_and_each_member_once():
     assert swarm.members("192.0.2.1", ["192.0.2.12"], ["192.0.2.11", "192.0.2.12", "192.0.2.13"]) == [
         "192.0.2.1", "192.0.2.12", "192.0.2.11", "192.0.2.13"]
     assert swarm.members(None, [], ["192.0.2.11", "192.0.2.11"]) == ["192.0.2.11"]
-
