@@ -396,8 +396,8 @@ class ActionModule(ActionBase):
             self.remove_seed(base)
             raise
         display.display("the controller sends the model from %s:%d" % (address, args["port"]))
-        return dict(changed=True, address=address, tracker=address, seed_dir=base,
-                    torrent=base64.b64encode(meta).decode(), msg="the controller sends from %s" % address)
+        return dict(changed=True, address=address, seed_dir=base, torrent=base64.b64encode(meta).decode(),
+                    msg="the controller sends from %s" % address)
 
     def seed_in(self, base, aria2c, address, name, meta):
         """The tracker and aria2 seeding from ``base``; returns once both listen."""

@@ -37,8 +37,8 @@ description:
     checked as it arrived: the look that sees the end writes the record from the quick check, without hashing the
     files again. Then the node sends on while a peer that lacks pieces is connected to it, and stops its own aria2
     and removes the copy's secrets (RV(cleaned)). It leaves that to the cleanup after the copy on the tracker's
-    node (the tracker is the controller's when it sends), after it named a stalled holder (whose aria2, started again, finds the nodes that stayed), and when
-    those peers' pieces do not change for C(stall_timeout) seconds."
+    node (the tracker is the controller's when it sends), after it named a stalled holder (whose aria2, started
+    again, finds the nodes that stayed), and when those peers' pieces do not change for C(stall_timeout) seconds."
   - "O(controller_seed) V(start) (once for the run): makes the model's torrent from O(manifest) (the pieces' SHA-1
     read once per manifest digest and kept in O(cache)), then the swarm's tracker (python3's C(http.server), one
     fixed reply listing the controller, C(holders) and every node of O(addresses)) on C(tracker_port) and aria2
@@ -180,11 +180,7 @@ cleaned:
   returned: when a pipelined copy ran
   type: bool
 address:
-  description: The controller's address the nodes fetch from (O(controller_seed=start)).
-  returned: with O(controller_seed=start)
-  type: str
-tracker:
-  description: The address of the controller's tracker, the same (O(controller_seed=start)).
+  description: The controller's address the nodes fetch from and ask its tracker at (O(controller_seed=start)).
   returned: with O(controller_seed=start)
   type: str
 seed_dir:
