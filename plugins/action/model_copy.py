@@ -29,6 +29,7 @@ from ansible_collections.ascend.inference.plugins.module_utils import model_file
 from ansible_collections.ascend.inference.plugins.module_utils import progress
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
+from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
 
 display = Display()
 
@@ -437,18 +438,11 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def listening(process, address, port, log_file, what):
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection((address, port), timeout=2).close()
-                return
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    with open(log_file) as log:
-                        raise CopyFailed("%s does not listen on %s:%d: %s" % (
-                            what, address, port, progress.tail(log.read(), 6) or "no output"))
-                # Either listens within a few milliseconds: every node's join waits for this task.
-                time.sleep(0.02)
+        # Either listens within a few milliseconds: every node's join waits for this task.
+        if not wait_listening(address, port, 15, poll=0.02, ended=lambda: process.poll() is not None)[0]:
+            with open(log_file) as log:
+                raise CopyFailed("%s does not listen on %s:%d: %s" % (
+                    what, address, port, progress.tail(log.read(), 6) or "no output"))
 
     def seed_stop(self):
         base = self.args["seed_dir"]

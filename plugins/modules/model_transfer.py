@@ -186,7 +186,6 @@ import base64
 import json
 import os
 import shutil
-import socket
 import sys
 import time
 
@@ -195,6 +194,7 @@ from ansible.module_utils.six.moves import http_client
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
+from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
 
 CONFIG = os.path.join(model_files.RUNTIME_DIR, "rsyncd.conf")
@@ -263,7 +263,7 @@ class Node(object):
         then the unit could not bind and ended)."""
         self.stop(name)
         self.start(name, ["RuntimeMaxSec=%d" % lifetime, "CollectMode=inactive-or-failed"], argv)
-        if not _answers(address, port, 15) or self.unit(name).get("ActiveState") != "active":
+        if not wait_listening(address, port, 15)[0] or self.unit(name).get("ActiveState") != "active":
             self.module.fail_json(msg="%s does not answer on %s:%d: %s" % (
                 what, address, port, self.journal(name).strip() or "no output"))
 
@@ -291,18 +291,6 @@ def _runtime_dir():
         if not os.path.isdir(directory):
             os.mkdir(directory, mode)
         os.chmod(directory, mode)
-
-
-def _answers(address, port, seconds):
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            socket.create_connection((address, port), timeout=2).close()
-            return True
-        except (IOError, OSError):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
 
 
 def serving(node, params):
@@ -424,7 +412,7 @@ def swarm_start(node, params):
     if params["peers"]:
         serve_tracker(node, params)
     # aria2 asks the tracker once at its start and then every few minutes: it must answer first.
-    elif not _answers(params["tracker"], params["tracker_port"], 30):
+    elif not wait_listening(params["tracker"], params["tracker_port"], 30)[0]:
         module.fail_json(msg="the swarm's tracker does not answer on %s:%d (it runs on the controller when it "
                          "sends, on the first node of the run otherwise)" % (params["tracker"], params["tracker_port"]))
     torrent_file = os.path.join(model_files.RUNTIME_DIR, swarm.TORRENT)
@@ -442,7 +430,7 @@ def swarm_start(node, params):
     _remove_control_file(path)
     node.start(swarm.SWARM_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
                [node.program("aria2c", "aria2"), "--conf-path=" + conf_file, torrent_file])
-    if not _answers("127.0.0.1", params["control_port"], 15):
+    if not wait_listening("127.0.0.1", params["control_port"], 15)[0]:
         module.fail_json(msg="aria2 does not answer on 127.0.0.1:%d: %s" % (
             params["control_port"], node.journal(swarm.SWARM_UNIT).strip() or "no output"))
     held = None

@@ -423,6 +423,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible_collections.ascend.inference.plugins.module_utils import apply_files
 from ansible_collections.ascend.inference.plugins.module_utils import apply_steps
 from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils import managed_files
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
@@ -791,18 +792,11 @@ def parse_show(text, names):
 def wait_for(target):
     """Until TARGET's port accepts a connection or its timeout passes."""
     start = time.monotonic()
-    error = None
-    while True:
-        try:
-            socket.create_connection((target["host"], target["port"]), timeout=2).close()
-            return dict(host=target["host"], port=target["port"], reached=True,
-                        seconds=round(time.monotonic() - start, 1))
-        except OSError as exc:
-            error = exc
-        if time.monotonic() - start >= target["timeout"]:
-            return dict(host=target["host"], port=target["port"], reached=False, seconds=target["timeout"],
-                        msg="Timeout when waiting for %s:%d (%s)" % (target["host"], target["port"], error))
-        time.sleep(1)
+    reached, error = wait_listening(target["host"], target["port"], target["timeout"], poll=1)
+    if reached:
+        return dict(host=target["host"], port=target["port"], reached=True, seconds=round(time.monotonic() - start, 1))
+    return dict(host=target["host"], port=target["port"], reached=False, seconds=target["timeout"],
+                msg="Timeout when waiting for %s:%d (%s)" % (target["host"], target["port"], error))
 
 
 def main():

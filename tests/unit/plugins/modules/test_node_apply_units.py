@@ -9,6 +9,7 @@ __metaclass__ = type
 import grp
 import os
 import pwd
+import socket
 
 import pytest
 
@@ -274,3 +275,22 @@ def test_a_sweep_stops_and_removes_what_only_an_earlier_state_named(run_module, 
         {"directory": str(units), "pattern": r"ascend-serve(-[a-z0-9-]+)?\.service",
          "keep": ["ascend-serve-chat.service"], "units": True}]}).result
     assert fake.calls == [] and not again["changed"]
+
+
+def test_a_units_wait_for_reports_the_port_it_reached_and_the_one_it_did_not():
+    """The unit's wait_for against loopback sockets: one listening, one closed (bound a moment, then closed)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()
+    try:
+        reached = node_apply.wait_for({"host": "127.0.0.1", "port": server.getsockname()[1], "timeout": 5})
+        missed = node_apply.wait_for({"host": "127.0.0.1", "port": closed_port, "timeout": 0})
+    finally:
+        server.close()
+    assert reached["reached"] and reached["seconds"] < 1
+    assert not missed["reached"] and missed["seconds"] == 0
+    assert missed["msg"].startswith("Timeout when waiting for 127.0.0.1:%d (" % closed_port) and "refused" in missed["msg"]
