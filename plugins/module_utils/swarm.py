@@ -122,6 +122,17 @@ def held_anything(found):
     return any(size for size, _mtime in found.values())
 
 
+def fetch_seconds(found, started):
+    """How long a node's fetch took: from its aria2's start (``started``, seconds since the epoch) to the last
+    byte written under the model directory (``found``: model_files.walk(), mtimes in ns); 0 where it fetched
+    nothing. Right also when the look that saw the end came late: with Ansible's forks fewer than the nodes, a
+    node's wait may begin after its aria2 finished. None when either is unknown."""
+    if started is None or not found:
+        return None
+    newest = max(mtime for _size, mtime in found.values()) / 1e9
+    return round(max(newest - started, 0.0), 1)
+
+
 def _int(value):
     try:
         return int(value)

@@ -176,8 +176,10 @@ swarm:
     node held runs), C(download_rate), C(upload_rate), C(peers), C(sending) (the holders sending now, by
     inventory name), C(holders) (each with C(name), C(bitfield), C(seeder), C(choking), C(rate), and
     C(changed_ago) and C(sent_ago) - seconds since, within the look, its pieces last changed and it last sent),
-    C(error), C(held_for) (seconds since, within the look, the node held the model), C(check) (with O(record), the
-    quick check's C(missing), C(wrong_size), C(extra) and C(recorded)) and C(cleaned) (with O(leave)).
+    C(error), C(held_for) (seconds since, within the look, the node held the model), C(fetched_in) (on the look
+    that first saw the node hold it, seconds from aria2's start to the last byte written, or V(null)), C(check)
+    (with O(record), the quick check's C(missing), C(wrong_size), C(extra) and C(recorded)) and C(cleaned) (with
+    O(leave)).
   returned: with state=swarm_status
   type: dict
 """
@@ -227,6 +229,17 @@ class Node(object):
             if properties.get("Id"):
                 found[properties["Id"]] = properties
         return found
+
+    def started_at(self, name):
+        """When the unit last became active, in seconds since the epoch (None: never, or not known). systemd's
+        monotonic clock is CLOCK_MONOTONIC, as time.monotonic() is on Linux."""
+        _rc, out = self.run([self.systemctl, "show", "--property=ActiveEnterTimestampMonotonic", "--value", name],
+                            check=False)
+        try:
+            since_boot = int(out.strip()) / 1e6
+        except ValueError:
+            return None
+        return time.time() - (time.monotonic() - since_boot) if since_boot > 0 else None
 
     def stop(self, name, kill=False):
         """Stop a unit and forget its failure; whether there was anything to stop. ``kill``: SIGKILL first (aria2
@@ -506,7 +519,7 @@ def swarm_status(node, params):
     start = now = time.monotonic()
     # Only what it records is used here (when each holder last changed and sent): no stall rule, no timeout.
     look = swarm.Watch(0)
-    held_at, check, cleaned = None, None, False
+    held_at, check, cleaned, fetched_in = None, None, False, None
     while True:
         found = _swarm_once(node, params)
         if not found["answered"]:
@@ -515,6 +528,9 @@ def swarm_status(node, params):
         look.seen(now, found)
         if found["complete"] and held_at is None:
             held_at = now
+            if params["path"]:
+                fetched_in = swarm.fetch_seconds(model_files.walk(params["path"].rstrip("/") or "/"),
+                                                 node.started_at(swarm.SWARM_UNIT))
             if params["record"] and not module.check_mode:
                 check = model_files.record_checked_copy(params["manifest"], params["path"].rstrip("/") or "/",
                                                         params["record"])
@@ -533,7 +549,8 @@ def swarm_status(node, params):
         time.sleep(0.25)
     if not found["running"]:
         found["journal"] = node.journal(swarm.SWARM_UNIT).strip()
-    found.update(check=check, cleaned=cleaned, held_for=None if held_at is None else round(now - held_at, 1))
+    found.update(check=check, cleaned=cleaned, held_for=None if held_at is None else round(now - held_at, 1),
+                 fetched_in=fetched_in)
     module.exit_json(changed=cleaned, swarm=found)
 
 

@@ -114,6 +114,7 @@ def test_a_swarm_of_three_repairs_a_damaged_copy_and_fills_an_empty_one(model):
             assert check == (address != "127.0.0.3")
             conf.write_text(swarm.aria2_conf(str(directory), address, peer_port, controls[address], SECRET, 120,
                                              3, holder=holder, bwlimit="1M", check=check))
+            started = time.time()
             processes.append(subprocess.Popen(["aria2c", "--conf-path=%s" % conf, str(tmp / "m.torrent")],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 60
@@ -129,12 +130,17 @@ def test_a_swarm_of_three_repairs_a_damaged_copy_and_fills_an_empty_one(model):
                     held[address] = found["completed"]
                 seen.setdefault(address, set()).update(found["sending"])
             if all(found["complete"] for found in now.values()):
+                ended = time.time()
                 break
             time.sleep(0.2)
         else:
             pytest.fail("the swarm did not complete in 60 s: %s" % now)
         assert digests(str(tmp / "damaged" / "model")) == digests(str(source))
         assert digests(str(tmp / "empty" / "model")) == digests(str(source))
+        # aria2's writes date the fetch's end (files' mtimes): the empty receiver, started last, fetched
+        # everything from slow senders (seconds), and was seen complete at most one look (0.2 s) later.
+        fetch = swarm.fetch_seconds(model_files.walk(str(tmp / "empty" / "model")), started)
+        assert 2 < fetch <= ended - started + 0.1, (fetch, ended - started)
         # The damaged copy kept its 4 good pieces (0, 2, 3, 4): the bad piece 1, piece 5 cut short and piece 6
         # were fetched; the empty one held nothing.
         assert held == {"127.0.0.2": 4 * PIECE, "127.0.0.3": 0}, held

@@ -196,3 +196,13 @@ def test_the_trackers_list_names_the_holders_first_and_each_member_once():
     assert swarm.members("192.0.2.1", ["192.0.2.12"], ["192.0.2.11", "192.0.2.12", "192.0.2.13"]) == [
         "192.0.2.1", "192.0.2.12", "192.0.2.11", "192.0.2.13"]
     assert swarm.members(None, [], ["192.0.2.11", "192.0.2.11"]) == ["192.0.2.11"]
+
+
+def test_the_fetch_lasts_from_aria2s_start_to_the_last_byte_written():
+    started = 1765000000.0
+    # model_files.walk(): {path: (size, mtime_ns)}; the newest write counts, not the look that saw it later.
+    found = {"a.safetensors": (10, int((started + 12.34) * 1e9)), "b.json": (2, int((started + 3) * 1e9))}
+    assert swarm.fetch_seconds(found, started) == 12.3
+    # Nothing fetched (every file older than aria2): 0, never negative.
+    assert swarm.fetch_seconds({"a.safetensors": (10, int((started - 60) * 1e9))}, started) == 0.0
+    assert swarm.fetch_seconds(found, None) is None and swarm.fetch_seconds({}, started) is None
