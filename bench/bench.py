@@ -320,6 +320,12 @@ def measure_plan(args, workdir, results):
     results.save()
 
 
+def commit():
+    """The commit measured, with "-dirty" when the work tree differs from it (a figure from uncommitted code)."""
+    return subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty", "--abbrev=7"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+
+
 def arguments(doc):
     """The options every benchmark takes: the node image, the cluster sizes, the repetitions."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -347,8 +353,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = report.Results(args.out, {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
-                                 capture_output=True, text=True, check=False).stdout.strip(),
+        "commit": commit(),
         "image": args.image, "reps": args.reps, "npus_per_node": NPUS_PER_NODE,
         "cpus": os.cpu_count(), "profile": args.profile, "mitogen": mitogen})
     if subprocess.run(["podman", "network", "exists", NETWORK], check=False).returncode:

@@ -97,6 +97,7 @@ def measure(args, count, source, workdir, results):
                     if mode != "noop":
                         wipe(nodes.names)
                     bench.log("N=%d rep %d: %s" % (count, rep, mode))
+                    extra = extra + [item for pair in args.extra_vars for item in ("-e", pair)]
                     done = bench.timed([bench.ansible("ansible-playbook"), "playbooks/model.yml", "-i", inv] + extra,
                                        os.path.join(workdir, "fanout-%s-%d-%d.log" % (mode, count, rep)), env=env)
                     results.setdefault(str(count), {}).setdefault(mode, []).append(
@@ -110,12 +111,13 @@ def save(args, results):
     link = link_seconds(args)
     with open(os.path.join(args.out, "fanout.json"), "w") as handle:
         json.dump({"rate": args.rate, "size_mb": args.size, "reps": args.reps, "link_seconds": link,
+                   "commit": bench.commit(), "extra_vars": args.extra_vars,
                    "results": results}, handle, indent=1)
     with open(os.path.join(args.out, "fanout.md"), "w") as handle:
-        handle.write(report(args.rate, args.size, args.reps, link, results, commit()))
+        handle.write(report(args.rate, args.size, args.reps, link, results, bench.commit(), args.extra_vars))
 
 
-def report(rate, size, reps, link, results, revision):
+def report(rate, size, reps, link, results, revision, extra_vars=()):
     """fanout.md: the table, with link-times = (median - the no-op median) / one copy's time over one link."""
     lines = ["# Model copy: pipelined, fan-out and a plain copy from the controller",
              "",
@@ -125,7 +127,7 @@ def report(rate, size, reps, link, results, revision):
              "rounds and the cleanup included. Link-times: (median - the no-op median) / %.1f s."
              % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), revision, size,
                 rate, link, reps, link),
-             "",
+             ""] + (["Every run with `%s`." % " ".join("-e " + pair for pair in extra_vars), ""] if extra_vars else []) + [
              "| nodes | plain copy | fan-out | pipelined | no-op | link-times: plain / fan-out / pipelined |",
              "|---|---|---|---|---|---|"]
     for count in sorted(results, key=int):
@@ -154,11 +156,6 @@ def link_seconds(args):
     raise ValueError("--rate %s: give kbit, mbit or gbit" % args.rate)
 
 
-def commit():
-    return subprocess.run(["git", "-C", bench.REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          check=False).stdout.strip()
-
-
 def main():
     parser = bench.arguments(__doc__)
     parser.add_argument("--size", type=int, default=400, help="the model's size in MB (default 400)")
@@ -166,6 +163,8 @@ def main():
     parser.add_argument("--out", required=True, help="directory for fanout.md, fanout.json and the logs")
     parser.add_argument("--modes", default="plain,fanout,pipelined,noop",
                         help="which copies to time, comma-separated (default plain,fanout,pipelined,noop)")
+    parser.add_argument("-e", "--extra-vars", action="append", default=[], metavar="NAME=VALUE",
+                        help="passed to every model.yml run (for example model_progress_every=10), repeatable")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     source = model_source(os.path.join(bench.REPO, ".cache", "bench", "fanout-model-%d" % args.size), args.size)

@@ -5,7 +5,7 @@
 #       results.json. --nodes takes 1 to 32 nodes (2,4,8,16 for every target of the issue);
 #       --mitogen also runs the deploy and the no-op deploy with Mitogen's strategy, from
 #       .cache/bench-mitogen (installed here, only then: Mitogen is not a requirement of the collection)
-#   bench/run.sh --fanout [--nodes 2,4,8] [--reps 3] [--size MB] [--rate 200mbit] [--modes M,..] [--out DIR]
+#   bench/run.sh --fanout [--nodes 2,4,8] [--reps 3] [--size MB] [--rate 200mbit] [--modes M,..] [-e NAME=VALUE] [--out DIR]
 #       the model copy: pipelined, fan-out, a plain copy and the no-op run (bench/fanout.py): DIR/fanout.md
 #   bench/run.sh --designs [--nodes 4,8] [--reps 3] [--size MB] [--rate 200mbit] [--out DIR]
 #       two pipelined designs raw, a chain of stream tools against an aria2 swarm (bench/designs.py):
