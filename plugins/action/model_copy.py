@@ -273,7 +273,7 @@ class ActionModule(ActionBase):
         held, named, restarts, status = pipeline.get("held"), set(), 0, {}
         # Each look waits on the node for the end, as long as no holder can count as stalled meanwhile and up to
         # the progress lines' interval: each look is a module run, which costs the node and the controller CPU.
-        longest = max(1, min(10, args["progress_every"]))
+        longest = max(1, args["progress_every"])
         # The look that sees the end writes the node's record and, once no peer needs this node's pieces, stops
         # its aria2: no module run after the last piece but that one. Staying to the cleanup after the copy: the
         # tracker's node, and a node that named a stalled holder; a node whose aria2 starts again after it froze

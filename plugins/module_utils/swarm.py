@@ -231,9 +231,10 @@ class Watch(object):
         return self.progress_at is not None and now - self.progress_at >= (seconds or self.timeout)
 
     def next_look(self, now, longest):
-        """How long the next look may last (1 to ``longest`` seconds): until the first moment a holder that sent
-        could count as stalled, so that it is named on time however long the looks are."""
-        due = [longest]
+        """How long the next look may last (1 to ``longest`` seconds, never more than the stall timeout, so that a
+        node that receives nothing is judged on time): until the first moment a holder that sent could count as
+        stalled, so that it is named on time however long the looks are."""
+        due = [min(longest, self.timeout)]
         status = self.last
         for holder in (status or {}).get("holders", []):
             name = holder["name"]

@@ -192,6 +192,13 @@ def test_next_look_is_long_when_nobody_is_due():
     assert watch.next_look(70.5, 10) == 1
 
 
+def test_a_look_never_outlasts_the_stall_timeout():
+    # model_progress_every may be longer: the controller still judges a node that receives nothing, or whose
+    # aria2 froze, once per stall timeout.
+    assert swarm.Watch(30).next_look(0, 600) == 30
+    assert swarm.Watch(30).next_look(0, 20) == 20
+
+
 def test_the_trackers_list_names_the_holders_first_and_each_member_once():
     assert swarm.members("192.0.2.1", ["192.0.2.12"], ["192.0.2.11", "192.0.2.12", "192.0.2.13"]) == [
         "192.0.2.1", "192.0.2.12", "192.0.2.11", "192.0.2.13"]
