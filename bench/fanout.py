@@ -127,9 +127,11 @@ def report(rate, size, reps, link, results, revision, extra_vars=()):
              "rounds and the cleanup included. Link-times: (median - the no-op median) / %.1f s."
              % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), revision, size,
                 rate, link, reps, link),
-             ""] + (["Every run with `%s`." % " ".join("-e " + pair for pair in extra_vars), ""] if extra_vars else []) + [
-             "| nodes | plain copy | fan-out | pipelined | no-op | link-times: plain / fan-out / pipelined |",
-             "|---|---|---|---|---|---|"]
+             ""]
+    if extra_vars:
+        lines += ["Every run with `%s`." % " ".join("-e " + pair for pair in extra_vars), ""]
+    lines += ["| nodes | plain copy | fan-out | pipelined | no-op | link-times: plain / fan-out / pipelined |",
+              "|---|---|---|---|---|---|"]
     for count in sorted(results, key=int):
         row = results[count]
         cells = dict((mode, _cell(row, mode)) for mode in ("plain", "fanout", "pipelined", "noop"))
