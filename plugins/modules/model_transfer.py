@@ -26,8 +26,8 @@ description:
     bound to O(address) on O(port), its JSON-RPC on 127.0.0.1:O(control_port) with O(password) as its secret.
     aria2 starts once the swarm's tracker (O(tracker):O(tracker_port)) answers. With O(peers) this node serves
     the tracker first, C(ascend-model-tracker.service) - python3's C(http.server) bound to O(tracker) on
-    O(tracker_port), serving one fixed reply that lists O(peers) at O(port) (BitTorrent's compact form). The
-    plan knows every member, so the list never changes and nobody else is listed.
+    O(tracker_port), serving one fixed reply that lists O(seeds), then the other O(peers), at O(port)
+    (BitTorrent's compact form). The plan knows every member, so the list never changes and nobody else is listed.
     With O(holder) the node seeds its copy as it is (it passed the model's check); otherwise aria2 checks what
     the node holds piece by piece (the module returns once it has, with RV(held)), fetches the missing and bad
     pieces from every holder at once and seeds what it has while it receives. Its configuration is a 0600 file. A swarm left running is started again.
@@ -101,8 +101,14 @@ options:
     description: V(swarm) - the tracker's port.
     type: int
   peers:
-    description: V(swarm) - every address of the swarm (the members, and the controller when it sends), in the
-      order aria2 should try them; given to the one node that serves the tracker.
+    description: V(swarm) - every member's address, given to the one node that serves the tracker (none when the
+      controller sends, whose own tracker lists the members).
+    type: list
+    elements: str
+    default: []
+  seeds:
+    description: V(swarm) with O(peers) - the addresses that hold the model, which the tracker lists first (aria2
+      tries the listed peers in order, a few at a time).
     type: list
     elements: str
     default: []
@@ -401,7 +407,8 @@ def _need(module, params, names, state):
 
 def serve_tracker(node, params):
     """The swarm's tracker: one fixed reply listing the members (the list never changes)."""
-    reply = torrent.tracker_reply(params["peers"], params["port"], swarm.TRACKER_INTERVAL)
+    reply = torrent.tracker_reply(swarm.members(None, params["seeds"], params["peers"]), params["port"],
+                                  swarm.TRACKER_INTERVAL)
     directory = os.path.join(model_files.RUNTIME_DIR, swarm.TRACKER_DIR)
     if not os.path.isdir(directory):
         os.mkdir(directory, 0o755)
@@ -528,12 +535,12 @@ def swarm_status(node, params):
         look.seen(now, found)
         if found["complete"] and held_at is None:
             held_at = now
-            if params["path"]:
-                fetched_in = swarm.fetch_seconds(model_files.walk(params["path"].rstrip("/") or "/"),
-                                                 node.started_at(swarm.SWARM_UNIT))
+            path = (params["path"].rstrip("/") or "/") if params["path"] else None
+            # One walk of the model directory: it dates the fetch's end and serves the quick check.
+            files = model_files.walk(path) if path else {}
+            fetched_in = swarm.fetch_seconds(files, node.started_at(swarm.SWARM_UNIT)) if files else None
             if params["record"] and not module.check_mode:
-                check = model_files.record_checked_copy(params["manifest"], params["path"].rstrip("/") or "/",
-                                                        params["record"])
+                check = model_files.record_checked_copy(params["manifest"], path, params["record"], files)
         # A node whose files do not match leaves nothing: the copy fails and its cleanup stops everything.
         leaving = params["leave"] and not module.check_mode and held_at is not None \
             and not model_files.mismatch(check or {})
@@ -594,6 +601,7 @@ def main():
             tracker=dict(type="str"),
             tracker_port=dict(type="int"),
             peers=dict(type="list", elements="str", default=[]),
+            seeds=dict(type="list", elements="str", default=[]),
             addresses=dict(type="dict", default={}),
             record=dict(type="path"),
             leave=dict(type="bool", default=False),
