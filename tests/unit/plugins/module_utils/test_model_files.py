@@ -306,3 +306,15 @@ def test_after_a_checked_copy_the_record_is_written_only_when_names_and_sizes_ma
     write(model, "notes.txt", b"x")
     result = model_files.record_checked_copy(manifest, str(model), record)
     assert not result["recorded"] and result["extra"] == ["notes.txt"] and not os.path.exists(record)
+
+
+def test_a_checked_copy_is_judged_from_the_walk_its_caller_made(model, tmp_path_factory, monkeypatch):
+    # swarm_status walks the model once, for the fetch's time and for this check.
+    manifest = model_files.build_manifest(model_files.walk(str(model)), hasher=hasher(model))[0]
+    record = str(tmp_path_factory.mktemp("records") / "model.json")
+    found = model_files.walk(str(model))
+    monkeypatch.setattr(model_files, "walk", lambda *args, **kwargs: pytest.fail("walked the model again"))
+    assert model_files.record_checked_copy(manifest, str(model), record, found)["recorded"]
+    del found["weights/part-2.safetensors"]
+    result = model_files.record_checked_copy(manifest, str(model), record, found)
+    assert not result["recorded"] and result["missing"] == ["weights/part-2.safetensors"]
