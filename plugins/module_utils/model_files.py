@@ -175,13 +175,11 @@ def write_record(record_path, saved):
     os.rename(record_path + ".tmp", record_path)
 
 
-def record_checked_copy(manifest, path, record_path, found=None):
-    """After a copy that checked every piece as it arrived: the node's files (``found``, walk()'s result where the
-    caller has it) against the manifest by names and sizes (the quick check) and, when they match, the node's
+def record_checked_copy(manifest, path, record_path, found):
+    """After a copy that checked every piece as it arrived: the node's files (``found``, walk() of path, which the
+    caller made) against the manifest by names and sizes (the quick check) and, when they match, the node's
     record written as model_check writes it (no second reading of the files). compare()'s result, with
     ``recorded``."""
-    if found is None:
-        found = walk(path) if os.path.isdir(path) else {}
     result = compare(manifest, found)
     result["recorded"] = False
     if manifest.get("digest") and not (result["missing"] or result["wrong_size"] or result["extra"]):

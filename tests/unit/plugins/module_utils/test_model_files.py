@@ -292,19 +292,19 @@ def test_records_are_read_only_for_their_model(model):
 def test_after_a_checked_copy_the_record_is_written_only_when_names_and_sizes_match(model, tmp_path_factory):
     manifest = model_files.build_manifest(model_files.walk(str(model)), hasher=hasher(model))[0]
     record = str(tmp_path_factory.mktemp("records") / "model.json")
-    result = model_files.record_checked_copy(manifest, str(model), record)
+    result = model_files.record_checked_copy(manifest, str(model), record, model_files.walk(str(model)))
     assert result["recorded"] and not model_files.mismatch(result)
     with open(record) as handle:
         assert json.load(handle) == model_files.record(manifest, str(model))
     assert oct(os.stat(record).st_mode & 0o777) == "0o644"
     os.unlink(record)
     write(model, "weights/part-2.safetensors", b"b" * 499)
-    result = model_files.record_checked_copy(manifest, str(model), record)
+    result = model_files.record_checked_copy(manifest, str(model), record, model_files.walk(str(model)))
     assert not result["recorded"] and not os.path.exists(record)
     assert model_files.mismatch(result) == "1 of another size (weights/part-2.safetensors: 499 bytes, manifest 500)"
     write(model, "weights/part-2.safetensors", b"b" * 500)
     write(model, "notes.txt", b"x")
-    result = model_files.record_checked_copy(manifest, str(model), record)
+    result = model_files.record_checked_copy(manifest, str(model), record, model_files.walk(str(model)))
     assert not result["recorded"] and result["extra"] == ["notes.txt"] and not os.path.exists(record)
 
 
