@@ -13,9 +13,10 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    hostnames, input_rules, plan_nodes, preflight_checks, reports)
-from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
+from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.plan import (
+    input_rules, nodes as plan_nodes, preflight_checks, reports)
+from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.plugin_utils import inventory
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
 

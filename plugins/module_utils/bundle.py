@@ -31,7 +31,8 @@ import os
 import re
 import stat
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, input_rules, phase_npu_network
+from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, phase_npu_network
+from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 
 FORMAT = 2
 # The inventory's values a replay needs to judge as the live checks did (no secret among them).

@@ -15,7 +15,7 @@ import json
 import os
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import monitoring_rules
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring_rules
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SETTINGS = {"config": "str", "directory": "str", "unit": "str", "promtool": "str", "scrape_interval": "str",

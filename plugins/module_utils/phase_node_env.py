@@ -13,7 +13,8 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.ascend.inference.plugins.module_utils import input_rules, node_env, phase, phase_ray, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils import node_env, phase, phase_ray, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"

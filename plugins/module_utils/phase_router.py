@@ -14,7 +14,7 @@ import json
 
 from ansible_collections.ascend.inference.plugins.module_utils import systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
-from ansible_collections.ascend.inference.plugins.module_utils.router_plan import RUNTIME_DIRECTORY, UNIT
+from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY, UNIT
 
 SETTINGS = {"program": "str", "maxconn": "int", "buffer_bytes": "int", "timeout_seconds": "int",
             "check_interval_ms": "int", "check_fall": "int", "check_rise": "int", "tls_certificate": "str"}

@@ -16,7 +16,8 @@ import json
 import time
 
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    container, engine_metrics, monitoring_plan, phase_instances, phase_ray, phase_serve, reports)
+    container, engine_metrics, phase_instances, phase_ray, phase_serve)
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring as monitoring_plan, reports
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SETTINGS = {"config_dir": "str", "python_env": "str"}

@@ -10,8 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    monitoring_plan, phase_hostnames, phase_instances, planner, router_plan)
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner, router
+from ansible_collections.ascend.inference.plugins.module_utils import phase_hostnames, phase_instances
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve", "watchdog")
@@ -21,7 +21,7 @@ LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve|load_balance_pr
 def desired(node, settings):
     units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
     # The NPU exporter reads the NPUs the engines used: it goes with them (after the firewall in start order).
-    units.insert(1, {"name": monitoring_plan.EXPORTER_UNIT, "state": "stopped", "enabled": False})
+    units.insert(1, {"name": monitoring.EXPORTER_UNIT, "state": "stopped", "enabled": False})
     # Several instances: each one's units as the node has them, Ray's after the single model's, serve's last (stopped
     # first).
     # The prefill/decode proxies (ascend-pd-NAME) stop before the pools.
@@ -31,7 +31,7 @@ def desired(node, settings):
                  if single is None or name != planner.UNITS[single]]
         units += [{"name": name, "state": "stopped", "enabled": False} for name in found]
     # The router in front of them stops first: no request reaches an engine that is going.
-    units.append({"name": router_plan.UNIT, "state": "stopped", "enabled": False})
+    units.append({"name": router.UNIT, "state": "stopped", "enabled": False})
     return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}
 
 

@@ -739,7 +739,7 @@ model_checks:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
+from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 
 
 def main():

@@ -86,8 +86,8 @@ layout:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.layout import render_text
-from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
+from ansible_collections.ascend.inference.plugins.module_utils.plan.layout_picture import render_text
+from ansible_collections.ascend.inference.plugins.module_utils.plan.documents import node_documents
 
 
 def _current(path):

@@ -16,7 +16,7 @@ import yaml
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.ascend.inference.plugins.module_utils import inventory_types
+from ansible_collections.ascend.inference.plugins.module_utils.plan import inventory_types
 
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 # The plan role's argument spec types the cluster variables; the other roles' specs their own.

@@ -23,8 +23,9 @@ PROMTOOL = os.environ.get("ASCEND_TEST_PROMTOOL") or os.path.join(
 @pytest.fixture(scope="module")
 def collection(collections_root):
     sys.path.insert(0, str(collections_root))
-    from ansible_collections.ascend.inference.plugins.module_utils import (  # noqa: E402
-        instances, monitoring_plan, monitoring_rules, phase_monitoring)
+    from ansible_collections.ascend.inference.plugins.module_utils.plan import (
+        fleet as instances, monitoring as monitoring_plan, monitoring_rules)
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_monitoring
     return instances, monitoring_plan, monitoring_rules, phase_monitoring
 
 

@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO
 
 sys.path.insert(0, os.path.join(REPO, "collections"))
-from ansible_collections.ascend.inference.plugins.module_utils import planner  # noqa: E402
+from ansible_collections.ascend.inference.plugins.module_utils.plan import planner  # noqa: E402
 
 ROLES = sorted(os.path.basename(p) for p in glob.glob(os.path.join(REPO, "roles", "*")) if os.path.isdir(p))
 # "{{ other | default('X') }}": the spec documents X, what the role gets when `other` is unset too.

@@ -9,7 +9,7 @@ import yaml
 from conftest import REPO
 
 sys.path.insert(0, os.path.join(REPO, "collections"))
-from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, planner, router_plan  # noqa: E402
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner, router  # noqa: E402
 from ansible_collections.ascend.inference.plugins.modules import support_bundle  # noqa: E402
 
 
@@ -31,8 +31,8 @@ def test_teardown_stops_the_plans_units_serve_first():
     state = phase_teardown.desired(NoPlan(), {})["apply"]
     # Given in start order: node_apply stops them in reverse, the router in front of serve first (serve's watchdog
     # before the serve it would restart), the NPU exporter after the engines.
-    assert [unit["name"] for unit in reversed(state["units"])] == [router_plan.UNIT] + [
-        planner.UNITS[job] for job in ("watchdog", "serve", "engine", "ray")] + [monitoring_plan.EXPORTER_UNIT,
+    assert [unit["name"] for unit in reversed(state["units"])] == [router.UNIT] + [
+        planner.UNITS[job] for job in ("watchdog", "serve", "engine", "ray")] + [monitoring.EXPORTER_UNIT,
                                                                                  planner.UNITS["firewall"]]
 
 

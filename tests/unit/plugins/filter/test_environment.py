@@ -10,7 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ascend.inference.plugins.filter.systemd import environment_file
-from ansible_collections.ascend.inference.plugins.module_utils.input_rules import secret_env_summary, split_env
+from ansible_collections.ascend.inference.plugins.module_utils.plan.input_rules import secret_env_summary, split_env
 
 
 def public_env(env):

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils import container
-from ansible_collections.ascend.inference.plugins.module_utils import planner
-from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
+from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
 
 IMAGE = "quay.io/ascend/vllm-ascend:v0.23.0"
 HEX = "04598bc9955b" + "0" * 52

@@ -11,7 +11,8 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils import hccn
-from ansible_collections.ascend.inference.plugins.module_utils.hccn import judge, judge_ping, judge_tls, parse, parse_ping
+from ansible_collections.ascend.inference.plugins.module_utils.hccn import (
+    judge, judge_ping, judge_tls, parse, parse_ping)
 
 
 def first_lines(text, count):

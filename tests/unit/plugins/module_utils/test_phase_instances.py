@@ -17,7 +17,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils import (
     engine_versions, phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
-from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
+from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
 
 NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.11", "nic": "eth0", "npus_per_node": 4},
@@ -351,7 +351,8 @@ def test_status_reports_each_instance():
 
 
 def test_each_instances_model_is_checked_where_it_runs():
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_preflight, preflight_checks
+    from ansible_collections.ascend.inference.plugins.module_utils import phase_preflight
+    from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks
     plan = make_plan()
 
     class Probe(FakeNode):
@@ -522,7 +523,7 @@ def test_status_shows_the_pools_and_the_proxy_and_names_a_dead_decode():
 
 
 def test_preflight_names_a_missing_proxy_its_packages_and_a_held_kv_port():
-    from ansible_collections.ascend.inference.plugins.module_utils import preflight_checks
+    from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks
     plan = make_plan(PD, pd_proxy_dir="/opt/pd")
     script = "/opt/pd/load_balance_proxy_server_example.py"
     python = {"path": "/opt/venv/bin/python", "version": "3.11.2",

@@ -12,10 +12,11 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, monitoring_plan, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart,
-    phase_runtime, phase_serve, phase_teardown, planner)
+    apply_steps, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart,
+    phase_runtime, phase_serve, phase_teardown)
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
-from ansible_collections.ascend.inference.plugins.module_utils.plan_request import ARGUMENT_SPEC, answer
+from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
 
 NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.11", "nic": "eth0", "npus_per_node": 2},
@@ -278,7 +279,7 @@ def test_the_firewall_opens_only_the_api_ssh_and_given_ports():
                                "monitors": "", "scraped_ports": ""}
     assert rules["validate"] == "nft --check --file %s"
     # A monitoring host outside the cluster may read the API port and the NPU exporter, nothing else.
-    monitored = dict(plan, monitoring=monitoring_plan.section(plan, {
+    monitored = dict(plan, monitoring=monitoring.section(plan, {
         "npu_exporter_enabled": True, "monitors": [{"name": "mon", "address": "192.0.2.50"}]})[0])
     values = phase_firewall.desired(FakeNode("h", monitored), settings)["apply"]["files"][0]["values"]
     assert (values["monitors"], values["scraped_ports"]) == ("192.0.2.50", "8000, 8082")

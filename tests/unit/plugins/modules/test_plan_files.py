@@ -10,7 +10,7 @@ import os
 import stat
 
 from ansible_collections.ascend.inference.plugins.modules.plan_files import main
-from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
+from ansible_collections.ascend.inference.plugins.module_utils.plan.documents import node_documents
 
 CLUSTER = {"head": "h", "node_order": ["h", "w"], "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
            "data_parallel_size": 2, "model": "m", "engine": "vllm-ascend", "launcher": "mp"}

@@ -7,7 +7,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleUndefinedVariable
 
-from ansible_collections.ascend.inference.plugins.plugin_utils.inventory import role_options, type_problems as inventory_type_problems
+from ansible_collections.ascend.inference.plugins.plugin_utils.inventory import (
+    role_options, type_problems as inventory_type_problems)
 
 TYPES = ("str", "path", "int", "bool", "dict", "list", "raw")
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Several instances on one cluster (module_utils/instances): NPU shares, port allocation, names and every
+"""Several instances on one cluster (module_utils/plan/fleet): NPU shares, port allocation, names and every
 refusal, each naming the instance, the variable and the host."""
 
 from __future__ import absolute_import, division, print_function
@@ -10,9 +10,9 @@ import datetime
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
-from ansible_collections.ascend.inference.plugins.module_utils import plan_request
-from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
+from ansible_collections.ascend.inference.plugins.module_utils.plan import request
+from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
 
 
 def nodes(count=3, npus=8, **extra):
@@ -249,20 +249,20 @@ def test_a_date_in_a_mapping_variable_is_named():
 
 def test_without_instances_the_plan_is_the_single_model_plan():
     # plan_request.answer takes make_plan's path: an inventory without ascend_instances keeps its units.
-    from ansible_collections.ascend.inference.plugins.module_utils import plan_request
+    from ansible_collections.ascend.inference.plugins.module_utils.plan import request
     params = dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None, instances=None,
                   instances_use="deploy")
     params.update((k, v) for k, v in fleet.planner.DEFAULTS.items() if k not in params)
-    result = plan_request.answer(params)
+    result = request.answer(params)
     assert result["cluster"]["units"]["serve"] == "ascend-serve.service" and "instances" not in result
-    deployed = plan_request.answer(dict(params, instances={"a": {}}))
+    deployed = request.answer(dict(params, instances={"a": {}}))
     assert deployed["instances"]["a"]["cluster"]["units"]["serve"] == "ascend-serve-a.service"
     # What this release cannot deploy is refused there, and still shown by plan.yml.
     mixed = {"a": {"engine": "vllm-mindspore", "engine_version": "0.5.1", "npus_per_host": 4}, "b": {"npus_per_host": 4}}
-    refused = plan_request.answer(dict(params, instances=mixed))
+    refused = request.answer(dict(params, instances=mixed))
     assert refused["failed"] and refused["errors"][0].startswith(
         "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)"), refused
-    assert plan_request.answer(dict(params, instances=mixed, instances_use="plan"))["instances"]["a"]
+    assert request.answer(dict(params, instances=mixed, instances_use="plan"))["instances"]["a"]
 
 
 def test_deploy_refuses_different_engines_and_a_copied_model():
@@ -312,7 +312,7 @@ def test_what_the_planner_chose_on_a_shared_host_is_named_and_pinning_keeps_it()
     assert alone["instances"]["b"]["nodes"] == together["instances"]["b"]["nodes"]
 
 
-# --- The router in front of the instances (module_utils/router_plan) ---------------------------------------
+# --- The router in front of the instances (module_utils/plan/router) ---------------------------------------
 
 
 def router_fleet(router=None, instances=None, node_list=None):
@@ -397,9 +397,9 @@ def test_a_served_name_the_router_cannot_map_is_refused():
 
 def test_a_router_group_without_instances_is_refused():
     given = ("nodes", "model_config", "model_config_path", "instances", "router_hosts")
-    defaults = dict((k, v["default"]) for k, v in plan_request.ARGUMENT_SPEC.items()
+    defaults = dict((k, v["default"]) for k, v in request.ARGUMENT_SPEC.items()
                     if k not in settings() and k not in given and "default" in v)
-    answer = plan_request.answer(dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None,
-                                      instances=None, router_hosts=["n1"], **defaults))
+    answer = request.answer(dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None,
+                                 instances=None, router_hosts=["n1"], **defaults))
     assert answer["failed"] and "group ascend_router (n1): the router fronts the instances of ascend_instances" in \
         answer["msg"], answer

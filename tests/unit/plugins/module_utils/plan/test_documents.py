@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils.plan_files import node_documents
+from ansible_collections.ascend.inference.plugins.module_utils.plan.documents import node_documents
 
 CLUSTER = {"head": "h", "world_size": 2, "node_order": ["h", "w"], "tensor_parallel_size": 2,
            "pipeline_parallel_size": 1, "data_parallel_size": 1, "expert_parallel_size": None,

@@ -17,10 +17,10 @@ __metaclass__ = type
 import difflib
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import input_rules
-from ansible_collections.ascend.inference.plugins.module_utils import pd_plan
-from ansible_collections.ascend.inference.plugins.module_utils import planner
-from ansible_collections.ascend.inference.plugins.module_utils import router_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils.plan import pd as pd_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
+from ansible_collections.ascend.inference.plugins.module_utils.plan import router as router_plan
 
 # An instance's name becomes part of unit names (ascend-serve-NAME.service) and file names.
 NAME = re.compile(r"[a-z][a-z0-9-]{0,22}[a-z0-9]|[a-z]")

@@ -19,7 +19,7 @@ import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
-from ansible_collections.ascend.inference.plugins.module_utils import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 ENGINES = {

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""LLMDataDist's rank table (module_utils/pd_ranktable) for two Atlas A2 nodes, from real `hccn_tool -ip -g`
+"""LLMDataDist's rank table (module_utils/plan/pd_ranktable) for two Atlas A2 nodes, from real `hccn_tool -ip -g`
 captures (hardware_samples: hccn_tool-ip-g__910B3_800I-A2__1.txt, the eight NPUs of an 800I A2, for the prefill
 node; hccn_tool-ip-g__910_modelarts-8dev__1.txt, device 0 of a ModelArts worker, for the decode node), checked
 field by field against what vllm-ascend 0.11.0's examples/disaggregated_prefill_v1/gen_ranktable.py writes: version
@@ -13,8 +13,9 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils import hccn, pd_ranktable
-from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
+from ansible_collections.ascend.inference.plugins.module_utils import hccn
+from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable
+from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
 
 NODES = [{"name": "p", "node_ip": "10.0.0.1", "nic": "eth0", "npus_per_node": 8, "head": True},
          {"name": "d", "node_ip": "10.0.0.2", "nic": "eth0", "npus_per_node": 8}]

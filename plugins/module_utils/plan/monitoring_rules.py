@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils.monitoring_plan import JOBS
+from ansible_collections.ascend.inference.plugins.module_utils.plan.monitoring import JOBS
 
 # Labels the engines' series carry from their targets (monitoring_plan.engine_targets).
 BY = "instance, model, role, node"

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Metrics (module_utils/monitoring_plan, monitoring_rules, phase_monitoring, phase_firewall's monitoring hosts):
+"""Metrics (module_utils/plan/monitoring, monitoring_rules, phase_monitoring, phase_firewall's monitoring hosts):
 the Prometheus targets from the plan and their labels, the rules' vLLM names checked against the metrics each
 supported release defines (fixtures/vllm_metrics, written by tools/extract_vllm_metrics.py from each wheel's
 vllm/v1/metrics/loggers.py), and the dashboard shipped with the monitoring role."""
@@ -15,15 +15,15 @@ import re
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    monitoring_plan, monitoring_rules, phase_firewall, phase_monitoring, plan_request)
+from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, monitoring_rules, request
+from ansible_collections.ascend.inference.plugins.module_utils import phase_firewall, phase_monitoring
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "fixtures", "vllm_metrics")
+FIXTURES = os.path.join(HERE, "..", "fixtures", "vllm_metrics")
 RELEASES = ("0.9.1", "0.11.0", "0.23.0", "0.33.0")
-DASHBOARD = os.path.join(HERE, "..", "..", "..", "..", "roles", "monitoring", "files",
+DASHBOARD = os.path.join(HERE, "..", "..", "..", "..", "..", "roles", "monitoring", "files",
                          "ascend-inference-dashboard.json")
 QWEN = {"model_type": "qwen2", "num_attention_heads": 12, "num_key_value_heads": 12, "num_hidden_layers": 24}
 
@@ -55,7 +55,7 @@ def fleet_plan(instances=None):
 
 
 def section(plan, **settings):
-    found, problems = monitoring_plan.section(plan, settings)
+    found, problems = monitoring.section(plan, settings)
     assert problems == []
     return found
 
@@ -94,7 +94,7 @@ def test_removing_an_instance_changes_only_its_targets():
 def test_a_single_model_is_one_instance_named_default():
     settings = {"engine": "vllm-ascend", "engine_version": "0.23.0", "model": "/models/qwen", "launcher": "mp",
                 "tensor_parallel_size": 8}
-    from ansible_collections.ascend.inference.plugins.module_utils.planner import make_plan
+    from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import make_plan
     found = section(make_plan(settings, nodes(1)))
     assert found["targets"]["engines"] == [{"targets": ["10.0.0.1:8000"], "labels": {
         "instance": "default", "model": "/models/qwen", "role": "serve", "node": "n1"}}]
@@ -102,20 +102,20 @@ def test_a_single_model_is_one_instance_named_default():
 
 
 def test_the_exporter_port_may_not_be_one_the_plan_holds():
-    found, problems = monitoring_plan.section(fleet_plan(), {"npu_exporter_enabled": True, "npu_exporter_port": 8404})
+    found, problems = monitoring.section(fleet_plan(), {"npu_exporter_enabled": True, "npu_exporter_port": 8404})
     assert problems == ["ascend_npu_exporter_port 8404 on n1 is the router's ascend_router_metrics_port"]
-    found, problems = monitoring_plan.section(fleet_plan(), {"npu_exporter_port": 0})
+    found, problems = monitoring.section(fleet_plan(), {"npu_exporter_port": 0})
     assert problems == ["ascend_npu_exporter_port must be a TCP port (1-65535), found 0"]
     # npu-exporter's own range: it would exit without serving.
-    found, problems = monitoring_plan.section(fleet_plan(), {"npu_exporter_enabled": True, "npu_exporter_port": 9100})
+    found, problems = monitoring.section(fleet_plan(), {"npu_exporter_enabled": True, "npu_exporter_port": 9100})
     assert problems == []
-    found, problems = monitoring_plan.section(fleet_plan(), {"npu_exporter_enabled": True, "npu_exporter_port": 50000})
+    found, problems = monitoring.section(fleet_plan(), {"npu_exporter_enabled": True, "npu_exporter_port": 50000})
     assert problems == ["ascend_npu_exporter_port 50000: npu-exporter accepts a port in 1025-40000 only (it exits "
                         "without serving otherwise)"]
 
 
 def test_a_monitor_must_have_an_ipv4_address_the_firewall_can_admit():
-    found, problems = monitoring_plan.section(fleet_plan(), {"monitors": [{"name": "mon", "address": "mon.example"}]})
+    found, problems = monitoring.section(fleet_plan(), {"monitors": [{"name": "mon", "address": "mon.example"}]})
     assert problems == ["the monitoring host mon scrapes from 'mon.example': set its ascend_node_ip to the IPv4 "
                         "address it reaches the nodes from (the firewall admits it by address)"]
 
@@ -134,15 +134,15 @@ def test_monitors_outside_the_cluster_are_admitted_to_what_they_scrape():
 
 
 def test_plan_request_carries_the_monitoring_section():
-    params = dict((name, spec.get("default")) for name, spec in plan_request.ARGUMENT_SPEC.items())
+    params = dict((name, spec.get("default")) for name, spec in request.ARGUMENT_SPEC.items())
     params.update(engine="vllm-ascend", engine_version="0.23.0", model="/models/qwen", launcher="mp",
                   tensor_parallel_size=8, nodes=nodes(1), npu_exporter_enabled=True,
                   monitors=[{"name": "mon", "address": "192.0.2.9"}])
-    answer = plan_request.answer(params)
+    answer = request.answer(params)
     assert not answer.get("failed"), answer
     assert answer["monitoring"]["admitted"] == ["192.0.2.9"]
     params.update(npu_exporter_port=8000)
-    answer = plan_request.answer(params)
+    answer = request.answer(params)
     assert answer["failed"] and "ascend_npu_exporter_port 8000 on n1 is the model's ascend_api_port" in answer["msg"]
 
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils.layout import render_svg
+from ansible_collections.ascend.inference.plugins.module_utils.plan.layout_picture import render_svg
 
 
 def node_documents(plan):

@@ -6,8 +6,8 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils import planner
-from ansible_collections.ascend.inference.plugins.module_utils import reports
+from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
+from ansible_collections.ascend.inference.plugins.module_utils.plan import reports
 
 # `systemctl show --property=Id,LoadState,ActiveState,SubState,NRestarts,ActiveEnterTimestamp` as
 # systemd 252 prints it in the simulated nodes (molecule/serve_mp, 2026-12-02): one unit running, one

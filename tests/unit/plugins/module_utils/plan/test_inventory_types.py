@@ -10,10 +10,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.ascend.inference.plugins.module_utils import plan_nodes
-from ansible_collections.ascend.inference.plugins.module_utils.inventory_types import HOST_VARIABLES, problems
+from ansible_collections.ascend.inference.plugins.module_utils.plan import nodes
+from ansible_collections.ascend.inference.plugins.module_utils.plan.inventory_types import HOST_VARIABLES, problems
 
-SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "roles", "plan", "meta",
+SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "..", "roles", "plan", "meta",
                     "argument_specs.yml")
 
 
@@ -71,21 +71,21 @@ def test_right_types_and_unrelated_variables_pass(options, variable, value):
 
 
 def test_every_host_variable_is_one_the_plan_reads():
-    assert set(HOST_VARIABLES) <= set(plan_nodes.VARIABLES)
+    assert set(HOST_VARIABLES) <= set(nodes.VARIABLES)
     # Each changes the node the plan is given.
-    base = plan_nodes.node("n", False, {}, None)
+    base = nodes.node("n", False, {}, None)
     values = {"ascend_node_ip": "192.0.2.9", "ascend_nic": "eth1", "ascend_npu_devices": [3],
               "ascend_npu_device_map": {"3": 4}, "ascend_npus_per_node": 16, "ascend_data_parallel_size_local": 2,
               "ascend_data_parallel_start_rank": 4}
     for variable in HOST_VARIABLES:
-        assert plan_nodes.node("n", False, {variable: values[variable]}, None) != base, variable
+        assert nodes.node("n", False, {variable: values[variable]}, None) != base, variable
 
 
 def test_the_inventory_comes_before_what_was_detected():
     detected = {"nic": "eth0", "npu_devices": [0, 1], "device_map": {"0": 8}, "npu_family": "910B",
                 "device_group": "HwHiAiUser"}
-    assert plan_nodes.node("n", True, {"ansible_host": "192.0.2.1", "ascend_nic": "bond0",
-                                       "ascend_npu_device_map": {"1": 9}}, detected) == {
+    assert nodes.node("n", True, {"ansible_host": "192.0.2.1", "ascend_nic": "bond0",
+                                  "ascend_npu_device_map": {"1": 9}}, detected) == {
         "name": "n", "head": True, "node_ip": "192.0.2.1", "nic": "bond0", "npu_devices": [0, 1],
         "device_map": {"0": 8, "1": 9}, "npu_family": "910B", "device_group": "HwHiAiUser"}
 

@@ -6,8 +6,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.ascend.inference.plugins.module_utils import planner
-from ansible_collections.ascend.inference.plugins.module_utils import preflight_checks as checks
+from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
+from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks as checks
 
 PLAN = {
     "cluster": {"runtime": {"mode": "host"}, "units": planner.UNITS, "api_port": 8000, "ray_port": 6379,

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Every planning rule and every validation error of module_utils/planner."""
+"""Every planning rule and every validation error of module_utils/plan/planner."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import input_rules
-from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError, make_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
 from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import supported_vllm_versions
 
 # The planner's default engine (vllm-mindspore 0.5.1) runs on vLLM 0.11.0.
@@ -584,7 +584,7 @@ def _sample_value(name, spec):
 @pytest.mark.parametrize("vllm", supported_vllm_versions())
 def test_every_option_of_the_release_is_accepted_but_the_planners_own(vllm_help, vllm):
     """Every option the real help of that vLLM lists (not the table) passes, except the one refused list."""
-    from ansible_collections.ascend.inference.plugins.module_utils.planner import REFUSED_OPTIONS
+    from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import REFUSED_OPTIONS
     engine, version = RELEASE_ON[vllm]
     captured = vllm_help.read_capture(vllm)
     options = dict((name, _sample_value(name, _table(vllm)[name])) for name in captured if name not in REFUSED_OPTIONS)

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Prefill/decode disaggregation in the planner (module_utils/pd_plan, through instances.make_fleet_plan).
+"""Prefill/decode disaggregation in the planner (module_utils/plan/pd, through instances.make_fleet_plan).
 
 The layout is the vllm-ascend 0.23.0 tutorial's (docs/source/tutorials/features/
 pd_disaggregation_mooncake_multi_node.md: prefill TP8 on two Atlas 800T A3 nodes, decode DP32/TP1 on two), each
@@ -16,10 +16,10 @@ import os
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import instances as fleet
-from ansible_collections.ascend.inference.plugins.module_utils.planner import PlanError
+from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
+from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "kv_transfer_config")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "kv_transfer_config")
 DEEPSEEK = {"model_type": "deepseek_v3", "num_attention_heads": 128, "num_key_value_heads": 128,
             "num_hidden_layers": 61, "kv_lora_rank": 512, "n_routed_experts": 256}
 QWEN = {"model_type": "qwen2", "num_attention_heads": 12, "num_key_value_heads": 12, "num_hidden_layers": 24}

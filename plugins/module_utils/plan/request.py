@@ -11,16 +11,11 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.ascend.inference.plugins.module_utils.instances import deploy_problems, make_fleet_plan
-from ansible_collections.ascend.inference.plugins.module_utils import monitoring_plan, router_plan
-from ansible_collections.ascend.inference.plugins.module_utils.planner import (
-    DEFAULTS,
-    ENGINES,
-    LAUNCHERS,
-    NODE_DEFAULTS,
-    PlanError,
-    make_plan,
-)
+from ansible_collections.ascend.inference.plugins.module_utils.plan.fleet import deploy_problems, make_fleet_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan import (
+    monitoring as monitoring_plan, router as router_plan)
+from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import (
+    DEFAULTS, ENGINES, LAUNCHERS, NODE_DEFAULTS, PlanError, make_plan)
 from ansible_collections.ascend.inference.plugins.module_utils.container import ENGINES as CONTAINER_ENGINES
 from ansible_collections.ascend.inference.plugins.module_utils.container import RUNTIMES
 
