@@ -1,4 +1,4 @@
-"""Write what one vLLM release's ``KVTransferConfig`` accepts (tests/unit/plugins/module_utils/fixtures/
+"""Write what one vLLM release's ``KVTransferConfig`` accepts (tests/unit/plugins/module_utils/engines/fixtures/
 kv_transfer_config/vllm-X.Y.Z.json), read from the wheel's source without importing vLLM:
 
     python tools/extract_kv_transfer_config.py --wheel vllm-0.23.0-...whl --out FIXTURE.json

@@ -1,4 +1,4 @@
-"""Write the Prometheus metrics one vLLM release defines (tests/unit/plugins/module_utils/fixtures/vllm_metrics/
+"""Write the Prometheus metrics one vLLM release defines (tests/unit/plugins/module_utils/engines/fixtures/vllm_metrics/
 vllm-X.Y.Z.json), read from the wheel's vllm/v1/metrics/loggers.py without importing vLLM:
 
     python tools/extract_vllm_metrics.py --wheel vllm-0.23.0-...whl --out FIXTURE.json

@@ -1,4 +1,4 @@
-"""Write one vLLM release's serve option table (plugins/module_utils/vllm_options_X_Y_Z.py)
+"""Write one vLLM release's serve option table (plugins/module_utils/engines/vllm_options_X_Y_Z.py)
 and what its ``vllm serve --help=all`` prints (tests/vllm_help/vllm-X.Y.Z-serve-help.txt),
 for the tests to check that table against.
 

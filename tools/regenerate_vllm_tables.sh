@@ -8,7 +8,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${VLLM_TABLES_WORK:-/tmp/vllm-tables}
-# Keep in step with plugins/module_utils/engine_versions.py (a unit test checks that
+# Keep in step with plugins/module_utils/engines/releases.py (a unit test checks that
 # every table it lists exists and names its release).
 SUPPORTED="0.9.1 0.11.0 0.23.0 0.33.0"
 # vLLM's GPU kernels and their CUDA stacks are not needed to build the parser: the
@@ -42,7 +42,7 @@ for version in "$@"; do
     touch "$venv/.complete"
   fi
   wheel=$(ls "$wheels"/vllm-*.whl)
-  module="$repo/plugins/module_utils/vllm_options_${version//./_}.py"
+  module="$repo/plugins/module_utils/engines/vllm_options_${version//./_}.py"
   (cd "$repo" && "$venv/bin/python" tools/extract_vllm_serve_options.py --wheel "$wheel" \
      --table "$module" --help-text "tests/vllm_help/vllm-$version-serve-help.txt" >/dev/null)
   echo "vLLM $version: $(grep -c "'kind'" "$module") options -> $module"

@@ -12,7 +12,8 @@ __metaclass__ = type
 import json
 
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
-from ansible_collections.ascend.inference.plugins.module_utils import engine_versions, service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
@@ -151,7 +152,7 @@ def watchdog_config(plan, host, settings):
         if first is not None:
             for rank in range(first, first + entry["data_parallel_size_local"]):
                 rank_nodes[str(rank)] = name
-    release = engine_versions.version_key(cluster["vllm_version"] or "0")
+    release = releases.version_key(cluster["vllm_version"] or "0")
     return {
         "role": "head" if nodes[host]["serves_api"] else "worker",
         "serve_unit": cluster["units"]["serve"],

@@ -53,7 +53,7 @@ refused:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-from ansible_collections.ascend.inference.plugins.module_utils.engine_metrics import in_flight
+from ansible_collections.ascend.inference.plugins.module_utils.engines.metrics import in_flight
 
 
 def main():

@@ -113,7 +113,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
-from ansible_collections.ascend.inference.plugins.module_utils.api_url import api_base
+from ansible_collections.ascend.inference.plugins.module_utils.engines.api_url import api_base
 
 # /v1/models is asked this many times after /health answered (the engine registers the model as it starts).
 MODEL_ATTEMPTS = 12

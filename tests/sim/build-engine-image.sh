@@ -34,7 +34,7 @@ if ! podman image exists "$podman_node"; then
 fi
 
 vllm_help="$repo/tests/vllm_help"
-metrics="$repo/tests/unit/plugins/module_utils/fixtures/vllm_metrics"
+metrics="$repo/tests/unit/plugins/module_utils/engines/fixtures/vllm_metrics"
 inputs=$( (cd "$here" && sha256sum engine/Containerfile doubles/ascend_sim.py doubles/vllm_sim.py doubles/kv_connector_sim.py \
     doubles/vllm_metrics_sim.py doubles/set_env.cann.sh; cd "$metrics" && sha256sum vllm-*.json;
   cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt; echo "$base $engine_ray $(uname -m)") \

@@ -60,7 +60,7 @@ echo "$base" > "$cache/base-image"
 # stored in tests/vllm_help (with its reader), not the collection's own table.
 vllm_help="$repo/tests/vllm_help"
 # The metrics of each vLLM release (tools/extract_vllm_metrics.py), which the serve double exports.
-metrics="$repo/tests/unit/plugins/module_utils/fixtures/vllm_metrics"
+metrics="$repo/tests/unit/plugins/module_utils/engines/fixtures/vllm_metrics"
 inputs=$( (cd "$here" && find doubles image nnrt cann makeself-header.sh build-image.sh -type f -print0 | sort -z \
   | xargs -0 sha256sum; cd "$vllm_help" && sha256sum reader.py vllm-*-serve-help.txt; cd "$metrics" && sha256sum vllm-*.json;
   cd "$samples" && sha256sum driver-version.info__* ascend_toolkit_install.info__*;

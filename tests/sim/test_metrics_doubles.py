@@ -1,5 +1,5 @@
 """The metrics the doubles export: the serve double's vLLM metrics per release (names, types and labels from each
-wheel's vllm/v1/metrics/loggers.py, tests/unit/plugins/module_utils/fixtures/vllm_metrics) moving with its load,
+wheel's vllm/v1/metrics/loggers.py, tests/unit/plugins/module_utils/engines/fixtures/vllm_metrics) moving with its load,
 and the NPU exporter double (Huawei MindCluster npu-exporter, component/npu-exporter of Ascend/mind-cluster
 branch_v26.0.0: cmd/npu-exporter/main.go's flags, collector/metrics' names and labels) reading the simulated
 node, refusing flags the real one does not define."""
@@ -23,7 +23,7 @@ import test_doubles
 lib, node = test_doubles.lib, test_doubles.node
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOUBLES = os.path.join(HERE, "doubles")
-FIXTURES = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "fixtures", "vllm_metrics")
+FIXTURES = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "engines", "fixtures", "vllm_metrics")
 
 
 def free_port():

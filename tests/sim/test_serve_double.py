@@ -20,7 +20,7 @@ DOUBLES = os.path.join(HERE, "doubles")
 # The real `vllm serve --help=all` captures and their reader, which the doubles parse options with.
 VLLM_HELP = os.path.join(HERE, "..", "vllm_help")
 # The metrics each vLLM release defines (tools/extract_vllm_metrics.py), which the double exports.
-VLLM_METRICS = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "fixtures", "vllm_metrics")
+VLLM_METRICS = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "engines", "fixtures", "vllm_metrics")
 
 
 def free_port():

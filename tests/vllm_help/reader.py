@@ -3,7 +3,7 @@
 The captures beside this file (vllm-VERSION-serve-help.txt, see README.md) are
 what the real parser prints; this reader parses them with logic of its own so
 that the tests can check the collection's option table
-(plugins/module_utils/vllm_serve_options.py) and the serve test doubles
+(plugins/module_utils/engines/vllm_options_X_Y_Z.py) and the serve test doubles
 against vLLM rather than against that table.  It must not import the table.
 
 ``read_capture(version)`` gives ``{name: {"kind": kind, "choices": [...]}}``:

@@ -4,7 +4,7 @@
 """The collection's Prometheus rules (pure logic): recording rules that give every supported vLLM release one set
 of names, and the alerts, their thresholds and ``for:`` durations from the monitoring role's variables.
 
-vLLM's names by release (vllm/v1/metrics/loggers.py of each wheel; tests/unit/plugins/module_utils/fixtures/
+vLLM's names by release (vllm/v1/metrics/loggers.py of each wheel; tests/unit/plugins/module_utils/engines/fixtures/
 vllm_metrics): the KV-cache use is ``vllm:gpu_cache_usage_perc`` in 0.9.1, ``vllm:kv_cache_usage_perc`` from 0.11
 (0.11 still has the old one behind --show-hidden-metrics-for-version); the inter-token latency histogram is
 ``vllm:time_per_output_token_seconds`` in 0.9.1 and ``vllm:inter_token_latency_seconds`` from 0.11. ``a or b``

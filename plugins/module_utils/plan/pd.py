@@ -25,7 +25,7 @@ import json
 import re
 import shlex
 
-from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 
 POOLS = ("prefill", "decode")
 # Instance keys that only a PD instance has.
@@ -198,8 +198,8 @@ def role_env(pool, extra_env, settings, merged):
     """The pool's environment: with Mooncake, the 0.23 tutorial's per-role defaults under the user's. SETTINGS: the PD
     instance's; MERGED: the pool's settings (engine and release)."""
     try:
-        vllm = engine_versions.vllm_version(merged.get("engine"), merged.get("engine_version") or
-                                            engine_versions.DEFAULT_ENGINE_VERSIONS.get(merged.get("engine")))
+        vllm = releases.vllm_version(merged.get("engine"), merged.get("engine_version") or
+                                     releases.DEFAULT_ENGINE_VERSIONS.get(merged.get("engine")))
     except ValueError:
         return extra_env  # make_plan names the release's problem
     if connector_of(settings, vllm) != MOONCAKE or not isinstance(extra_env, (dict, type(None))):

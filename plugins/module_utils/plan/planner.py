@@ -18,7 +18,7 @@ import json
 import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils import container
-from ansible_collections.ascend.inference.plugins.module_utils import engine_versions
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
@@ -405,15 +405,15 @@ def _engine_release(settings, check):
         return None
     version = settings["engine_version"]
     if version is None:
-        version = engine_versions.DEFAULT_ENGINE_VERSIONS[engine]
+        version = releases.DEFAULT_ENGINE_VERSIONS[engine]
     try:
-        vllm = engine_versions.vllm_version(engine, version)
+        vllm = releases.vllm_version(engine, version)
     except ValueError as exc:
         check.fail("ascend_engine_version: %s", exc)
         return None
     return {"engine_version": str(version), "vllm": vllm,
             "label": "%s %s" % (engine, version),
-            "options": engine_versions.OPTION_TABLES[vllm].SERVE_OPTIONS}
+            "options": releases.OPTION_TABLES[vllm].SERVE_OPTIONS}
 
 
 def _expert_parallel(settings, tp, dp, check):
@@ -784,7 +784,7 @@ def make_plan(settings, nodes):
         "cluster": {
             "engine": settings["engine"],
             "engine_version": release["engine_version"],
-            "engine_distribution": engine_versions.ENGINE_DISTRIBUTIONS[settings["engine"]],
+            "engine_distribution": releases.ENGINE_DISTRIBUTIONS[settings["engine"]],
             "engine_program": ENGINES[settings["engine"]][0],
             "vllm_version": release["vllm"],
             "launcher": settings["launcher"],

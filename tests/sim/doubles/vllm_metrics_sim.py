@@ -1,5 +1,5 @@
 """The serve double's /metrics: the Prometheus metrics its vLLM release defines, with their names, types, labels
-and buckets, read from tests/unit/plugins/module_utils/fixtures/vllm_metrics/vllm-X.Y.Z.json (which
+and buckets, read from tests/unit/plugins/module_utils/engines/fixtures/vllm_metrics/vllm-X.Y.Z.json (which
 tools/extract_vllm_metrics.py reads from that release's vllm/v1/metrics/loggers.py), exported with
 prometheus_client as vLLM does, and moved by the double's load.
 

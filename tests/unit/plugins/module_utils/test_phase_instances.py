@@ -14,8 +14,9 @@ import re
 import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    engine_versions, phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
+    phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
@@ -619,7 +620,7 @@ def test_a_dp_group_across_nodes_gets_a_watchdog_on_each_of_its_nodes():
     assert config["ranks"] == [0, 1] and config["rank_nodes"] == {"0": "h", "1": "w"}
     assert config["state_file"] == "/run/ascend-watchdog-chat.json"
     # The serve release decides whether a probe can name its rank (vLLM 0.23's X-data-parallel-rank).
-    assert config["rank_header"] == (engine_versions.version_key(cluster["vllm_version"]) >= (0, 23))
+    assert config["rank_header"] == (releases.version_key(cluster["vllm_version"]) >= (0, 23))
     # The program and the configuration are kept by the sweep; the unit restarts when either changes.
     watch = sweeps_of(head, phase_instances.WATCHDOG_FILES.pattern)
     assert watch["keep"] == ["serve-watchdog.py", "watchdog-chat.json"]

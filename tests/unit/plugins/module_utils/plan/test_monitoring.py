@@ -21,7 +21,7 @@ from ansible_collections.ascend.inference.plugins.module_utils import phase_fire
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "fixtures", "vllm_metrics")
+FIXTURES = os.path.join(HERE, "..", "engines", "fixtures", "vllm_metrics")
 RELEASES = ("0.9.1", "0.11.0", "0.23.0", "0.33.0")
 DASHBOARD = os.path.join(HERE, "..", "..", "..", "..", "..", "roles", "monitoring", "files",
                          "ascend-inference-dashboard.json")

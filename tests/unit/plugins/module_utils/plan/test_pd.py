@@ -19,7 +19,7 @@ import pytest
 from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "kv_transfer_config")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engines", "fixtures", "kv_transfer_config")
 DEEPSEEK = {"model_type": "deepseek_v3", "num_attention_heads": 128, "num_key_value_heads": 128,
             "num_hidden_layers": 61, "kv_lora_rank": 512, "n_routed_experts": 256}
 QWEN = {"model_type": "qwen2", "num_attention_heads": 12, "num_key_value_heads": 12, "num_hidden_layers": 24}

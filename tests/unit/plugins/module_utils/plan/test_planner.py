@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
-from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import supported_vllm_versions
+from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import supported_vllm_versions
 
 # The planner's default engine (vllm-mindspore 0.5.1) runs on vLLM 0.11.0.
 VLLM_VERSION = "0.11.0"
@@ -561,7 +561,7 @@ def test_plan_is_deterministic():
 # --- engine releases and their vLLM option tables ------------------------------
 
 def _table(vllm):
-    from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import OPTION_TABLES
+    from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import OPTION_TABLES
     return OPTION_TABLES[vllm].SERVE_OPTIONS
 
 
@@ -600,7 +600,7 @@ def test_every_option_of_the_release_is_accepted_but_the_planners_own(vllm_help,
 
 @pytest.mark.parametrize("vllm", supported_vllm_versions()[1:])
 def test_options_removed_since_the_previous_table_are_refused_naming_the_release(vllm_help, vllm):
-    from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import previous_vllm_version
+    from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import previous_vllm_version
     previous = previous_vllm_version(vllm)
     removed = sorted(set(vllm_help.read_capture(previous)) - set(vllm_help.read_capture(vllm)))
     assert removed, "vLLM %s removed no option of %s?" % (vllm, previous)

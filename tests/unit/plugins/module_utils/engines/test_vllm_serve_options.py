@@ -17,9 +17,9 @@ import re
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils.engine_versions import OPTION_TABLES
+from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import OPTION_TABLES
 
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "..")
 
 # vLLM gives this option a metavar that lists the modules alone, while its
 # parser also takes two of them joined by a comma ("model,worker").

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import (
+from ansible_collections.ascend.inference.plugins.module_utils.engines import (
     vllm_options_0_9_1, vllm_options_0_11_0, vllm_options_0_23_0, vllm_options_0_33_0)
 
 # vLLM release -> its serve option table (tools/regenerate_vllm_tables.sh writes them).

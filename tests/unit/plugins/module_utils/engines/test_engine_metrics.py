@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils.engine_metrics import (
+from ansible_collections.ascend.inference.plugins.module_utils.engines.metrics import (
     in_flight, load, merged_quantiles, quantile)
 
 METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.

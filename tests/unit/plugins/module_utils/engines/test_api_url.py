@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils.api_url import api_base, health_path
+from ansible_collections.ascend.inference.plugins.module_utils.engines.api_url import api_base, health_path
 
 
 def test_the_health_path_is_cut_and_named():
