@@ -29,7 +29,7 @@ from ansible_collections.ascend.inference.plugins.module_utils import model_file
 from ansible_collections.ascend.inference.plugins.module_utils import progress
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
-from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
+from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 
 display = Display()
 

@@ -14,8 +14,9 @@ import copy
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_monitoring,
+    phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_monitoring,
     phase_node_env, phase_npu_exporter, phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_router,
     phase_serve, phase_status, phase_teardown)
 from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
@@ -83,7 +84,7 @@ class ActionModule(ActionBase):
                 applied = self._execute_module(module_name="ascend.inference.node_apply", module_args=state,
                                                task_vars=task_vars)
                 result.update(applied)
-                for line in apply_steps.lines(node.host, applied, node.check_mode):
+                for line in unit_steps.lines(node.host, applied, node.check_mode):
                     display.display(line)
                 if applied.get("failed"):
                     return result

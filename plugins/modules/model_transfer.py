@@ -202,7 +202,7 @@ from ansible.module_utils.six.moves import http_client
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
-from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
+from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
 
 CONFIG = os.path.join(model_files.RUNTIME_DIR, "rsyncd.conf")

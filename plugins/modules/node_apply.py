@@ -420,17 +420,17 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
-from ansible_collections.ascend.inference.plugins.module_utils import apply_files
-from ansible_collections.ascend.inference.plugins.module_utils import apply_steps
+from ansible_collections.ascend.inference.plugins.module_utils.apply import files as apply_files
+from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
 from ansible_collections.ascend.inference.plugins.module_utils import hostnames
-from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
-from ansible_collections.ascend.inference.plugins.module_utils import managed_files
+from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
+from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 UNIT_OPTIONS = dict(
     name=dict(type="str", required=True),
     file=dict(type="path"),
-    state=dict(type="str", choices=list(apply_steps.STATES)),
+    state=dict(type="str", choices=list(unit_steps.STATES)),
     enabled=dict(type="bool", default=True),
     restart=dict(type="bool", default=False),
     restart_on=dict(type="list", elements="path", default=[]),
@@ -513,7 +513,7 @@ class Apply(object):
             unit["file"] = os.path.normpath(unit["file"]) if unit["file"] else None
             for key in ("restart_on", "try_restart_on", "reload_on"):
                 unit[key] = [os.path.normpath(path) for path in unit[key]]
-        problems = apply_steps.validate(params["units"], params["commands"], files + [os.path.normpath(
+        problems = unit_steps.validate(params["units"], params["commands"], files + [os.path.normpath(
             spec["path"]) for spec in params["directories"]], absent)
         if problems:
             self.fail("; ".join(problems))
@@ -611,7 +611,7 @@ class Apply(object):
                 # A kept directory (a cache the user names) is made with its parents, as the file module does.
                 if not (os.path.isdir(parent) or parent in paths or (directory and spec.get("keep"))):
                     raise apply_files.Refused("%s: directory %s does not exist" % (path, parent))
-                paths[path] = managed_files.differences(want, have)
+                paths[path] = file_diff.differences(want, have)
                 if paths[path]:
                     self.todo.append((path, directory, want, have, shown))
                     if not (directory or self.check) and spec.get("validate") \
@@ -633,7 +633,7 @@ class Apply(object):
         text = have["content"].decode("utf-8", errors="surrogateescape")
         content = to_bytes(hostnames.with_block(text, spec["marker"], spec["block"]), errors="surrogateescape")
         want = dict(have, content=content, mount_point=True)
-        self.result["paths"][path] = managed_files.differences(want, have)
+        self.result["paths"][path] = file_diff.differences(want, have)
         if self.result["paths"][path]:
             self.todo.append((path, False, want, have, "content"))
 
@@ -652,7 +652,7 @@ class Apply(object):
 
     def run(self):
         changed_paths = [entry[0] for entry in self.todo]
-        steps = apply_steps.unit_steps(self.params["units"], changed_paths, self.absent, self.result["units"])
+        steps = unit_steps.unit_steps(self.params["units"], changed_paths, self.absent, self.result["units"])
         # Before the writes: the stops and disables up to the first start (those of stop_last units come after).
         first = next((index for index, step in enumerate(steps) if step[0] not in ("stop", "disable")), len(steps))
         stops, starts = steps[:first], steps[first:]
@@ -660,7 +660,7 @@ class Apply(object):
             self.result.update(changed_paths=changed_paths, removed_paths=list(self.absent), account=self.account_commands,
                                hostname=self.params["hostname"]["name"] if self.hostname_due else None,
                                steps=[dict(unit=name, action=action) for action, name in steps])
-            self.result["commands"] = [dict(label=c["label"]) for c in apply_steps.commands_due(
+            self.result["commands"] = [dict(label=c["label"]) for c in unit_steps.commands_due(
                 self.params["commands"], changed_paths + self.absent, steps)]
             self.diffs()
             return
@@ -688,14 +688,14 @@ class Apply(object):
         self.run_hostname()
         self.run_steps(starts)
         done = [(step["action"], step["unit"]) for step in self.result["steps"]]
-        for command in apply_steps.commands_due(self.params["commands"], changed_paths + self.absent, done):
+        for command in unit_steps.commands_due(self.params["commands"], changed_paths + self.absent, done):
             self.run_command(command)
         if self.params["leftovers"]:
             self.check_leftovers(self.params["leftovers"])
 
     def diffs(self):
         if self.module._diff:
-            self.result["diff"] = [managed_files.diff_entry(path, want, have, self.result["paths"][path], shown)
+            self.result["diff"] = [file_diff.diff_entry(path, want, have, self.result["paths"][path], shown)
                                    for path, directory, want, have, shown in self.todo]
 
     def run_account(self):
@@ -732,7 +732,7 @@ class Apply(object):
             if action in ("start", "restart", "try-restart") and unit.get("wait_for"):
                 self.result["waited"][name] = wait_for(unit["wait_for"])
             attempts = 1 + (unit.get("retries", 0) if action == "reload" else 0)
-            argv = apply_steps.systemctl_argv((action, name))[:2] + (group if name else [])
+            argv = unit_steps.systemctl_argv((action, name))[:2] + (group if name else [])
             for attempt in range(attempts):
                 rc, out, err = self.module.run_command(argv)
                 if rc == 0:

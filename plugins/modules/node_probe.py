@@ -298,7 +298,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
-from ansible_collections.ascend.inference.plugins.module_utils import managed_files
+from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
 from ansible_collections.ascend.inference.plugins.module_utils import node_env
 from ansible_collections.ascend.inference.plugins.module_utils import node_io
@@ -459,8 +459,8 @@ def _service(user, account, device_ids, paths):
     for path in ["/dev/davinci%d" % n for n in device_ids] + ["/dev/" + n for n in service_account.MANAGEMENT_DEVICES]:
         if os.path.exists(path):
             entry = _entry(path)
-            entry.update(owner=managed_files.account_name(pwd.getpwuid, entry["uid"]),
-                         group=managed_files.account_name(grp.getgrgid, entry["gid"]))
+            entry.update(owner=file_diff.account_name(pwd.getpwuid, entry["uid"]),
+                         group=file_diff.account_name(grp.getgrgid, entry["gid"]))
             files.append(entry)
     group, problems = service_account.device_group(files)
     uid, gids = account[0], set(account[1])

@@ -131,7 +131,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
 from ansible_collections.ascend.inference.plugins.module_utils import container, node_io, service_account
-from ansible_collections.ascend.inference.plugins.module_utils.managed_files import account_name
+from ansible_collections.ascend.inference.plugins.module_utils.apply.file_diff import account_name
 from ansible_collections.ascend.inference.plugins.module_utils.node_probe import PYTHON_VERSIONS, shebang_interpreter
 
 

@@ -11,9 +11,10 @@ import copy
 import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
 from ansible_collections.ascend.inference.plugins.module_utils import (
-    apply_steps, phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart,
-    phase_runtime, phase_serve, phase_teardown)
+    phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart, phase_runtime,
+    phase_serve, phase_teardown)
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
@@ -505,9 +506,9 @@ def test_a_restart_restarts_or_starts_but_never_enables():
     for host in ("h", "w"):
         state = accepted(phase_restart.ray(FakeNode(host, plan), {"barrier_timeout": 300})["apply"])
         # A unit teardown.yml stopped and disabled starts again and stays disabled; a running one restarts.
-        assert apply_steps.unit_steps(state["units"], [], [], {"ascend-ray.service": STOPPED_DISABLED}) == [
+        assert unit_steps.unit_steps(state["units"], [], [], {"ascend-ray.service": STOPPED_DISABLED}) == [
             ("start", "ascend-ray.service")]
-        assert apply_steps.unit_steps(state["units"], [], [], {"ascend-ray.service": RUNNING_ENABLED}) == [
+        assert unit_steps.unit_steps(state["units"], [], [], {"ascend-ray.service": RUNNING_ENABLED}) == [
             ("restart", "ascend-ray.service")]
     worker = phase_restart.ray(FakeNode("w", plan), {"barrier_timeout": 300})["apply"]
     assert unit(worker, "ascend-ray.service")["wait_for"] == {"host": "192.0.2.11", "port": 6379, "timeout": 300}

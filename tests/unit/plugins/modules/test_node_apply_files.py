@@ -10,7 +10,7 @@ import os
 import pwd
 import stat
 
-from ansible_collections.ascend.inference.plugins.module_utils import apply_files
+from ansible_collections.ascend.inference.plugins.module_utils.apply import files
 from ansible_collections.ascend.inference.plugins.modules import node_apply
 
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -215,7 +215,7 @@ def test_a_mount_point_is_written_in_place_where_a_rename_cannot_replace_it(run_
             raise OSError(errno.EBUSY, "Device or resource busy", str(destination))
         return real_replace(source, destination)
 
-    monkeypatch.setattr(apply_files.os, "replace", busy)
+    monkeypatch.setattr(files.os, "replace", busy)
     wanted = {"path": str(target), "content": "node-1\n", "mode": "0644", "owner": ME, "group": MY_GROUP}
     refused = run_module(node_apply.main, {"files": [wanted]})
     assert refused.failed and "Device or resource busy" in refused.result["msg"]

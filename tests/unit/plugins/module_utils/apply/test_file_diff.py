@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import managed_files as mf
+from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff as mf
 
 
 def attrs(content=b"A=1\n", mode=0o600, uid=0, gid=0, owner="root", group="root"):

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A node's managed files: what differs between each wanted file (content, mode, owner, group) and the one on
 disk, and the --diff entries that say so without showing a secret. Pure; node_apply reads the disk and writes
-(module_utils/apply_files.py)."""
+(module_utils/apply/files.py)."""
 
 from __future__ import absolute_import, division, print_function
 

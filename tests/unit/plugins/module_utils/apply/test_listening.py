@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 
-from ansible_collections.ascend.inference.plugins.module_utils.listening import wait_listening
+from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 
 
 def free_port():

@@ -18,7 +18,7 @@ import shutil
 import stat
 import tempfile
 
-from ansible_collections.ascend.inference.plugins.module_utils import managed_files
+from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 
 
 class Refused(Exception):
@@ -51,7 +51,7 @@ def wanted(spec, content, pending):
     owner, group and their numbers."""
     path = spec["path"]
     try:
-        mode = managed_files.parse_mode(spec["mode"], path)
+        mode = file_diff.parse_mode(spec["mode"], path)
     except ValueError as error:
         raise Refused(str(error))
     return {
@@ -74,8 +74,8 @@ def on_disk(path, directory):
     if directory != stat.S_ISDIR(info.st_mode) or not (directory or stat.S_ISREG(info.st_mode)):
         raise Refused("%s is not a %s" % (path, "directory" if directory else "regular file"))
     have = {"mode": stat.S_IMODE(info.st_mode), "uid": info.st_uid, "gid": info.st_gid,
-            "owner": managed_files.account_name(pwd.getpwuid, info.st_uid),
-            "group": managed_files.account_name(grp.getgrgid, info.st_gid)}
+            "owner": file_diff.account_name(pwd.getpwuid, info.st_uid),
+            "group": file_diff.account_name(grp.getgrgid, info.st_gid)}
     if not directory:
         with open(path, "rb") as handle:
             have["content"] = handle.read()
