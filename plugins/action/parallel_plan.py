@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 from ansible_collections.ascend.inference.plugins.module_utils.plan import (
     input_rules, nodes as plan_nodes, preflight_checks, reports)
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
@@ -31,7 +31,7 @@ def _preflight(hostvars, host):
 def monitor_of(host, variables):
     """A host of group ascend_monitor: the address it scrapes from, read as a node's is."""
     found = dict((name, variables[name]) for name in ("ascend_node_ip", "ansible_host") if name in variables)
-    return {"name": host, "address": str(hostnames.address(host, found))}
+    return {"name": host, "address": str(etc_hosts.address(host, found))}
 
 
 def removal_problem(groups, removed):

@@ -40,7 +40,7 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.ascend.inference.plugins.module_utils import node_io
+from ansible_collections.ascend.inference.plugins.module_utils.node import readers
 
 
 class LookupModule(LookupBase):
@@ -48,7 +48,7 @@ class LookupModule(LookupBase):
         found = []
         for path in terms:
             try:
-                image_id, tags = node_io.image_archive(path)
+                image_id, tags = readers.image_archive(path)
             except ValueError as exc:
                 raise AnsibleLookupError("engine_container_archive %s is not a podman/docker image archive: %s"
                                          % (path, exc))

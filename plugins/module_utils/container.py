@@ -23,8 +23,8 @@ __metaclass__ = type
 import json
 import posixpath
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann
-from ansible_collections.ascend.inference.plugins.module_utils import node_probe
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import probe
 
 RUNTIMES = ("host", "container")
 ENGINES = ("auto", "podman", "docker")
@@ -272,7 +272,7 @@ def image_problems(host, image, found, cluster):
     versions = inside.get("versions") or {}
     where = {"program": "image %s" % image, "interpreter": "python3 in the image", "error": None,
              "versions": versions}
-    problems = ["host %s: %s" % (host, p) for p in node_probe.engine_problems(
+    problems = ["host %s: %s" % (host, p) for p in probe.engine_problems(
         where, cluster["engine_distribution"], cluster["engine_version"], cluster["vllm_version"])]
     if cluster["launcher"] == "ray" and not versions.get("ray"):
         problems.append("host %s: image %s has no ray distribution (ascend_launcher: ray starts Ray inside it)"

@@ -17,7 +17,7 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 
 FORMAT = 1
 # rsync --partial-dir: where an interrupted file waits to be resumed (relative: one per directory).

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.
@@ -26,8 +26,8 @@ def desired(node, settings):
     # The plan's nodes: every host of ascend_cluster, but the one remove_node.yml takes out.
     hosts = sorted(node.plan["cluster"]["node_order"])
     nodes = dict((host, dict((name, node.var(name, None, host=host)) for name in NODE_VARS)) for host in hosts)
-    names = hostnames.names(nodes)
-    problems = hostnames.problems(names, VALID_NAME)
+    names = etc_hosts.names(nodes)
+    problems = etc_hosts.problems(names, VALID_NAME)
     if problems:
         raise Refused("; ".join(problems))
     name = names[node.host]
@@ -40,5 +40,5 @@ def desired(node, settings):
     elif strategy in ("", "systemd"):
         state["hostname"] = {"name": name, "strategy": "systemd"}
     if settings["manage_etc_hosts"]:
-        state["blocks"] = [{"path": "/etc/hosts", "marker": MARKER, "block": hostnames.etc_hosts_block(nodes)}]
+        state["blocks"] = [{"path": "/etc/hosts", "marker": MARKER, "block": etc_hosts.etc_hosts_block(nodes)}]
     return {"apply": state, "record": {"name": name}}

@@ -14,7 +14,8 @@ __metaclass__ = type
 import posixpath
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
-from ansible_collections.ascend.inference.plugins.module_utils import node_env, phase, phase_ray, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.node import environment
+from ansible_collections.ascend.inference.plugins.module_utils import phase, phase_ray, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
@@ -30,11 +31,11 @@ def cann_variables(node, set_env):
     found = (node.applied("preflight") or {}).get("cann_env") or {}
     if found.get("set_env") == set_env and found.get("rc") == 0:
         return found.get("variables") or {}
-    read = node.run("ansible.builtin.command", {"argv": node_env.SOURCE_ARGV + [set_env]})
+    read = node.run("ansible.builtin.command", {"argv": environment.SOURCE_ARGV + [set_env]})
     if read.get("rc") != 0:
         said = (read.get("stderr") or read.get("msg") or "").strip()
         raise Refused("%s: sourcing %s failed (rc %s): %s" % (node.host, set_env, read.get("rc"), said))
-    return node_env.sourced_env(read.get("stdout", ""))
+    return environment.sourced_env(read.get("stdout", ""))
 
 
 def desired(node, settings):
@@ -49,7 +50,7 @@ def desired(node, settings):
     if node.plan["cluster"]["runtime"]["mode"] == "host":
         found = (node.applied("preflight") or {}).get("cann") or {}
         cann = cann_variables(node, settings["cann_set_env"] or found.get("set_env") or DEFAULT_SET_ENV)
-    variables = node_env.node_environment(cann, settings["pyacl_site_packages"], plan_node["env"])
+    variables = environment.node_environment(cann, settings["pyacl_site_packages"], plan_node["env"])
     ray = ray_worker_unit(node, settings["services"])
     secret = input_rules.split_env(node.var("ascend_extra_env", {}) or {})[1]
     env_file, secrets_file = settings["file"], settings["secrets_file"]

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import hccn
+from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SKIPPED = ("ascend_skip_npu_network_check is true: the NPU links, health and cross-node NPU pings of %s are NOT "

@@ -138,10 +138,10 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils import cann
-from ansible_collections.ascend.inference.plugins.module_utils import cann_install
-from ansible_collections.ascend.inference.plugins.module_utils import node_io
-from ansible_collections.ascend.inference.plugins.module_utils import npu
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann_install
+from ansible_collections.ascend.inference.plugins.module_utils.node import readers
+from ansible_collections.ascend.inference.plugins.module_utils.node import npu
 
 ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 INFO_NAMES = ("ascend_toolkit_install.info", "version.info")
@@ -157,7 +157,7 @@ def _package_list(module, package):
         os.makedirs(work_dir, mode=0o700)
     scratch = tempfile.mkdtemp(prefix="cann-inspect-", dir=work_dir if os.path.isdir(work_dir) else None)
     try:
-        rc, _out, err = node_io.run(module, ["bash", package["path"], "--noexec", "--extract=%s" % scratch, "--quiet"])
+        rc, _out, err = readers.run(module, ["bash", package["path"], "--noexec", "--extract=%s" % scratch, "--quiet"])
         if rc != 0:
             return None, None, "cannot extract %s: %s" % (package["name"], (err or "").strip() or "rc %d" % rc)
         found = []
@@ -165,7 +165,7 @@ def _package_list(module, package):
             dirs.sort()
             for name in sorted(files):
                 if name in INFO_NAMES or name.endswith("install.info"):
-                    info = cann.parse_key_values(node_io.read(os.path.join(top, name)))
+                    info = cann.parse_key_values(readers.read(os.path.join(top, name)))
                     if info.get("compatible_version"):
                         own = info.get("package_name") == "Ascend-cann-toolkit"
                         where = "%s in %s" % (os.path.relpath(os.path.join(top, name), scratch), package["name"])
@@ -182,7 +182,7 @@ def _present(home, root, version, in_use):
     """Which kinds of the pinned version are installed: the toolkit when it is the one in use, kernels by their
     tree (opp_kernel, as ascend-toolkit/latest lists it), nnal by nnal/atb/latest/version.info."""
     toolkit = bool(in_use) and in_use["version"] == version
-    nnal = cann_install.parse_nnal_version(node_io.read(os.path.join(root, "nnal", "atb", "latest", "version.info")))
+    nnal = cann_install.parse_nnal_version(readers.read(os.path.join(root, "nnal", "atb", "latest", "version.info")))
     return {"toolkit": toolkit, "kernels": toolkit and os.path.isdir(os.path.join(home, "opp_kernel")),
             "nnal": nnal == version}
 
@@ -190,11 +190,11 @@ def _present(home, root, version, in_use):
 def _family(module):
     """The node's NPU family as the preflight tells it (npu-smi's chip table and summary), or None where
     npu-smi does not answer."""
-    rc, out, _err = node_io.run(module, [module.params["npu_smi"], "info", "-m"])
+    rc, out, _err = readers.run(module, [module.params["npu_smi"], "info", "-m"])
     chips = [row for row in npu.parse_chip_map(out) if row["logic"] is not None] if rc == 0 else []
     if not chips:
         return None
-    summary_rc, summary_out, _err = node_io.run(module, [module.params["npu_smi"], "info"])
+    summary_rc, summary_out, _err = readers.run(module, [module.params["npu_smi"], "info"])
     return npu.describe(chips, npu.parse_summary(summary_out) if summary_rc == 0 else [])["family"]
 
 
@@ -220,9 +220,9 @@ def main():
     problems.extend(filter(None, (cann_install.kernels_problem(p, family) for p in packages)))
     versions = sorted(set(p["version"] for p in packages))
     version = versions[0] if len(versions) == 1 else None
-    in_use, _notes, _problems = node_io.cann_toolkit(root)
+    in_use, _notes, _problems = readers.cann_toolkit(root)
     driver_file = os.path.join(root, "driver", "version.info")
-    driver = cann.driver(node_io.read(driver_file))
+    driver = cann.driver(readers.read(driver_file))
     result = dict(changed=False, version=version, npu_family=family, layout=None, set_env=None, in_use=in_use, driver=driver,
                   driver_check=None, packages=[], install=False, problems=problems)
     if problems or version is None:
@@ -235,7 +235,7 @@ def main():
     toolkit = planned[0]
     if toolkit["action"] == "none":
         info_path = in_use["install_info"]
-        listed, origin = cann.parse_key_values(node_io.read(info_path)).get("compatible_version"), info_path
+        listed, origin = cann.parse_key_values(readers.read(info_path)).get("compatible_version"), info_path
     elif toolkit["path"] in missing:
         # Check mode before the copy: the list is unread, a missing driver is still a problem.
         if driver is None and module.params["driver_check"]:

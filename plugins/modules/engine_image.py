@@ -113,8 +113,8 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import container
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import image_archive
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import image_archive
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import run as _run
 
 
 def _program(module, engine):

@@ -98,7 +98,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 
 
 def main():

@@ -203,7 +203,7 @@ from ansible_collections.ascend.inference.plugins.module_utils import model_file
 from ansible_collections.ascend.inference.plugins.module_utils import swarm
 from ansible_collections.ascend.inference.plugins.module_utils import torrent
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import read
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 
 CONFIG = os.path.join(model_files.RUNTIME_DIR, "rsyncd.conf")
 SECRETS = os.path.join(model_files.RUNTIME_DIR, "rsyncd.secrets")

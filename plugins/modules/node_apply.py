@@ -422,7 +422,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible_collections.ascend.inference.plugins.module_utils.apply import files as apply_files
 from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
-from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
@@ -631,7 +631,7 @@ class Apply(object):
         if have is None:
             raise apply_files.Refused("%s does not exist (a managed block is written only into an existing file)" % path)
         text = have["content"].decode("utf-8", errors="surrogateescape")
-        content = to_bytes(hostnames.with_block(text, spec["marker"], spec["block"]), errors="surrogateescape")
+        content = to_bytes(etc_hosts.with_block(text, spec["marker"], spec["block"]), errors="surrogateescape")
         want = dict(have, content=content, mount_point=True)
         self.result["paths"][path] = file_diff.differences(want, have)
         if self.result["paths"][path]:

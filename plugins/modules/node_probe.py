@@ -296,16 +296,16 @@ import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
-from ansible_collections.ascend.inference.plugins.module_utils import node_env
-from ansible_collections.ascend.inference.plugins.module_utils import node_io
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import read as _read
-from ansible_collections.ascend.inference.plugins.module_utils.node_io import run as _run
-from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
-from ansible_collections.ascend.inference.plugins.module_utils import npu
+from ansible_collections.ascend.inference.plugins.module_utils.node import environment
+from ansible_collections.ascend.inference.plugins.module_utils.node import readers
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read as _read
+from ansible_collections.ascend.inference.plugins.module_utils.node.readers import run as _run
+from ansible_collections.ascend.inference.plugins.module_utils.node import probe
+from ansible_collections.ascend.inference.plugins.module_utils.node import npu
 from ansible_collections.ascend.inference.plugins.module_utils import service_account
 
 
@@ -396,7 +396,7 @@ def _engine(module, spec):
     if found["program"]:
         with open(found["program"], "rb") as handle:
             first_line = handle.readline(512).decode("latin-1")
-        interpreter, name = parse.shebang_interpreter(first_line)
+        interpreter, name = probe.shebang_interpreter(first_line)
         found["interpreter"] = _which(name, search) if name else interpreter
         if found["interpreter"] and not os.path.basename(found["interpreter"]).startswith("python"):
             # pip writes a /bin/sh trampoline when the environment's path is too long for a #! line.
@@ -405,7 +405,7 @@ def _engine(module, spec):
             found["error"] = "no Python interpreter found from its first line %r" % first_line.strip()
         else:
             distributions = [spec["distribution"], "vllm"]
-            rc, out, err = _run(module, [found["interpreter"], "-c", parse.PYTHON_VERSIONS] + distributions)
+            rc, out, err = _run(module, [found["interpreter"], "-c", probe.PYTHON_VERSIONS] + distributions)
             try:
                 found["versions"] = json.loads(out)["distributions"] if rc == 0 else None
             except (ValueError, KeyError, TypeError):
@@ -413,7 +413,7 @@ def _engine(module, spec):
             if found["versions"] is None:
                 found["error"] = "%s failed (rc %d): %s" % (found["interpreter"], rc, (err or out).strip()[-300:])
                 found["versions"] = {}
-    found["problems"] = parse.engine_problems(found, spec["distribution"], spec["version"], spec["vllm_version"])
+    found["problems"] = probe.engine_problems(found, spec["distribution"], spec["version"], spec["vllm_version"])
     return found
 
 
@@ -481,8 +481,8 @@ def _cann_env(module, set_env):
     """What set_env.sh exports to a clean shell, or None without one."""
     if not set_env:
         return None
-    rc, out, _err = _run(module, node_env.SOURCE_ARGV + [set_env])
-    return {"set_env": set_env, "rc": rc, "variables": node_env.sourced_env(out) if rc == 0 else {}}
+    rc, out, _err = _run(module, environment.SOURCE_ARGV + [set_env])
+    return {"set_env": set_env, "rc": rc, "variables": environment.sourced_env(out) if rc == 0 else {}}
 
 
 def _python(module, spec):
@@ -492,7 +492,7 @@ def _python(module, spec):
     found = {"path": spec["path"], "version": None, "distributions": {}, "error": None}
     if not os.access(spec["path"], os.X_OK):
         return found
-    rc, out, err = _run(module, [spec["path"], "-c", parse.PYTHON_VERSIONS] + spec["distributions"])
+    rc, out, err = _run(module, [spec["path"], "-c", probe.PYTHON_VERSIONS] + spec["distributions"])
     try:
         found.update(json.loads(out) if rc == 0 else {})
     except ValueError:
@@ -542,16 +542,16 @@ def main():
         module.fail_json(msg="ascend_npu_device_map must map logic IDs to physical IDs, both integers "
                              "(found %r)" % (module.params["device_map"],))
     module.params["device_map"] = device_map
-    sockets = parse.listeners(ss_out)
+    sockets = probe.listeners(ss_out)
     containers = _engine_container(module)
     for socket in sockets:
         # The socket's own cgroup where ss cannot name the process (the service account's, say).
         cgroup = socket.pop("cgroup")
-        socket["unit"] = parse.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else cgroup,
+        socket["unit"] = probe.unit_of_cgroup(_read("/proc/%d/cgroup" % socket["pid"]) if socket["pid"] else cgroup,
                                               containers)
-    devices = node_io.davinci_devices()[1]
+    devices = readers.davinci_devices()[1]
     npu_smi, chips = _npu(module, devices)
-    toolkit, notes, problems = node_io.cann_toolkit(module.params["ascend_home"], module.params["cann_layout"])
+    toolkit, notes, problems = readers.cann_toolkit(module.params["ascend_home"], module.params["cann_layout"])
     model = module.params["model"]
     engine = _engine(module, module.params["engine"]) if module.params["engine"] else None
     home = module.params["ascend_home"]
@@ -579,7 +579,7 @@ def main():
         found_model["digest"], found_model["mismatch"] = _model_record(model, module.params["model_record"])
     module.exit_json(
         changed=False,
-        ipv4=parse.ipv4_by_interface(out),
+        ipv4=probe.ipv4_by_interface(out),
         npu_smi=npu_smi,
         npu=chips,
         device_files=devices,

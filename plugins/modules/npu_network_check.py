@@ -116,7 +116,8 @@ import shlex
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.hccn import QUERIES, TLS, VNIC, judge, judge_ping, parse
+from ansible_collections.ascend.inference.plugins.module_utils.node.hccn import (
+    QUERIES, TLS, VNIC, judge, judge_ping, parse)
 
 
 # NPUs asked at once: hccn_tool answers one device per call, and a node has 8 or 16 of them.

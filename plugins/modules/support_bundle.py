@@ -129,18 +129,19 @@ import pwd
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils import bundle as spec
-from ansible_collections.ascend.inference.plugins.module_utils import container, node_io, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.node import bundle as spec
+from ansible_collections.ascend.inference.plugins.module_utils import container, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.node import readers
 from ansible_collections.ascend.inference.plugins.module_utils.apply.file_diff import account_name
-from ansible_collections.ascend.inference.plugins.module_utils.node_probe import PYTHON_VERSIONS, shebang_interpreter
+from ansible_collections.ascend.inference.plugins.module_utils.node.probe import PYTHON_VERSIONS, shebang_interpreter
 
 
 def _read(path):
-    return spec.redact(node_io.read(path))
+    return spec.redact(readers.read(path))
 
 
 def _run(module, argv):
-    rc, out, err = node_io.run(module, argv)
+    rc, out, err = readers.run(module, argv)
     return {"argv": argv, "rc": rc, "stdout": spec.redact(out), "stderr": spec.redact(err)}
 
 
@@ -175,7 +176,7 @@ def _engine(module, python_env):
         with open(found, "rb") as handle:
             interpreter, name = shebang_interpreter(handle.readline(512).decode("latin-1"))
         interpreter = interpreter or (name and module.get_bin_path(name))
-        rc, out, err = node_io.run(module, [interpreter or "python3", "-c", PYTHON_VERSIONS] +
+        rc, out, err = readers.run(module, [interpreter or "python3", "-c", PYTHON_VERSIONS] +
                                    list(spec.ENGINE_DISTRIBUTIONS))
         try:
             versions = json.loads(out)["distributions"] if rc == 0 else None
@@ -193,7 +194,7 @@ def _image_engine(module, image, engine):
     if program is None:
         return {"image": image, "program": None, "interpreter": None, "versions": None,
                 "error": "none of %s found" % ", ".join(names)}
-    rc, out, err = node_io.run(module, [program, "run", "--rm", "--pull=never", "--net=none", "--entrypoint=python3", image]
+    rc, out, err = readers.run(module, [program, "run", "--rm", "--pull=never", "--net=none", "--entrypoint=python3", image]
                                + container.inspect_argv())
     try:
         found = json.loads(out.strip().splitlines()[-1])["versions"] if rc == 0 else None
@@ -209,7 +210,7 @@ def _units(unit_dir, wanted):
     names = set(wanted) | set(os.path.basename(p) for p in glob.glob(os.path.join(unit_dir, "ascend-*.service")))
     found = {}
     for name in sorted(names):
-        entry = spec.unit_entry(name, node_io.read(os.path.join(unit_dir, name)))
+        entry = spec.unit_entry(name, readers.read(os.path.join(unit_dir, name)))
         if entry:
             found[name] = entry
     return found
@@ -245,7 +246,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    devices, physical = node_io.davinci_devices()
+    devices, physical = readers.davinci_devices()
     if params["ping_peers"] is not None:
         module.exit_json(changed=False, bundle=_pings(module, params["hccn_tool"], physical, params["ping_peers"],
                                                       params["me"]))

@@ -28,14 +28,14 @@ DOCUMENTED = {
     "plugins/modules/node_probe.py": "RETURN sample: a captured CANN 8.5 install path",
     "tests/sim/build-image.sh": "names a capture file (the 8.5.0 install file of an aarch64 server)",
     "tests/sim/doubles/ascend_sim.py": "maps what `uname -m` prints to CANN's directory names",
-    "tests/unit/plugins/module_utils/test_cann.py": "expected values of the captured install files",
-    "tests/unit/plugins/module_utils/test_cann_install.py": "package names as Huawei publishes them: the parser's input",
+    "tests/unit/plugins/module_utils/node/test_cann.py": "expected values of the captured install files",
+    "tests/unit/plugins/module_utils/node/test_cann_install.py": "package names as Huawei publishes them: the parser's input",
     "tests/unit/plugins/module_utils/test_container.py": "quotes a captured install file",
     "tests/unit/plugins/modules/test_cann_packages.py": "maps what the machine reports to CANN's architecture names",
     "tests/unit/plugins/modules/test_node_probe.py": "a CANN tree laid out as the captured 8.5 one",
 }
 # Whole directories of captures: tool output as the real tools printed it.
-CAPTURES = ("tests/unit/plugins/module_utils/hardware_samples/", "tests/vllm_help/")
+CAPTURES = ("tests/unit/plugins/module_utils/node/hardware_samples/", "tests/vllm_help/")
 
 
 def tracked_files():

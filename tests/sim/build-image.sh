@@ -11,7 +11,7 @@ cache=${ASCEND_SIM_CACHE:-$repo/.cache/sim}
 mirror=${ASCEND_SIM_MIRROR:-http://deb.debian.org/debian}
 # nnrt packages (pyACL) and CANN toolkit, kernels and nnal packages for both CANN layouts the profiles simulate.
 cann_versions=${ASCEND_SIM_CANN_VERSIONS:-8.0.RC1 8.5.0}
-samples="$repo/tests/unit/plugins/module_utils/hardware_samples"
+samples="$repo/tests/unit/plugins/module_utils/node/hardware_samples"
 ray_requirement=${ASCEND_SIM_RAY:-ray[default]==2.52.1}
 # What vllm-ascend's prefill/decode proxy imports (vLLM's fastapi[standard] brings them with a real engine; the
 # fleet scenario's simulated engine installs them from the wheelhouse), at the bound its sdist's requirements.txt sets.

@@ -2,7 +2,7 @@
 
 Each double runs as a program, as on a node, against a scratch root
 ($ASCEND_SIM_ROOT) whose state file the test writes. Where a capture exists
-(tests/unit/plugins/module_utils/hardware_samples/, sources in its SOURCES.tsv)
+(tests/unit/plugins/module_utils/node/hardware_samples/, sources in its SOURCES.tsv)
 the double's output is compared with it.
 """
 
@@ -20,7 +20,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOUBLES = os.path.join(HERE, "doubles")
 NNRT = os.path.join(HERE, "nnrt", "build-nnrt.sh")
-SAMPLES = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "hardware_samples")
+SAMPLES = os.path.join(HERE, "..", "unit", "plugins", "module_utils", "node", "hardware_samples")
 
 
 def sample(name):
@@ -359,7 +359,7 @@ def test_a_bundle_replays_its_node(node):
 
 
 def test_a_format_2_bundle_replays_links_device_files_engine_and_pings(node):
-    """What format 2 adds (plugins/module_utils/bundle.py): CANN's latest link with the files under it, the device
+    """What format 2 adds (plugins/module_utils/node/bundle.py): CANN's latest link with the files under it, the device
     files' mode and group, the engine's versions, and the pings to the bundle's peers as recorded."""
     node.write(npu_count=8)
     group = grp.getgrgid(os.getgid()).gr_name

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import hostnames
+from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 
 # The host variables a node is read from (the inventory's, or -e).
 VARIABLES = ("ascend_node_ip", "ansible_host", "ascend_nic", "ascend_npu_devices", "ascend_npu_device_map",
@@ -25,7 +25,7 @@ def node(name, head, variables, detected):
     found = {
         "name": name,
         "head": head,
-        "node_ip": hostnames.address(name, variables),
+        "node_ip": etc_hosts.address(name, variables),
         "nic": variables.get("ascend_nic") or detected.get("nic"),
         "npu_devices": variables.get("ascend_npu_devices") or detected.get("npu_devices"),
         "device_map": device_map or None,

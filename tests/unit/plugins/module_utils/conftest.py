@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""`sample(name)`: a captured tool output from hardware_samples/ (see its README and SOURCES.tsv).
+"""`sample(name)`: a captured tool output from node/hardware_samples/ (see its README and SOURCES.tsv).
 `vllm_help`: tests/vllm_help/reader.py, which reads vLLM's stored `serve --help=all` captures."""
 
 from __future__ import absolute_import, division, print_function
@@ -12,7 +12,7 @@ import os
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SAMPLES = os.path.join(HERE, "hardware_samples")
+SAMPLES = os.path.join(HERE, "node", "hardware_samples")
 HELP_READER = os.path.join(HERE, "..", "..", "..", "vllm_help", "reader.py")
 
 

@@ -14,7 +14,7 @@ import pytest
 from ansible_collections.ascend.inference.plugins.modules.cann_packages import main
 
 ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
-SAMPLES = os.path.join(os.path.dirname(__file__), "..", "module_utils", "hardware_samples")
+SAMPLES = os.path.join(os.path.dirname(__file__), "..", "module_utils", "node", "hardware_samples")
 
 
 def sample(name):

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from ansible_collections.ascend.inference.plugins.module_utils import model_files
-from ansible_collections.ascend.inference.plugins.module_utils.node_probe import unit_of_cgroup
+from ansible_collections.ascend.inference.plugins.module_utils.node.probe import unit_of_cgroup
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
 
 # Two chips of one card in npu-smi's `info -m` format (tab, 30-wide columns and one space, as its source prints).

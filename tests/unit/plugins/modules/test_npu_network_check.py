@@ -14,7 +14,7 @@ from ansible_collections.ascend.inference.plugins.modules.npu_network_check impo
 
 
 # One device's answer per query, in the line formats of the 800I A2 captures in
-# tests/unit/plugins/module_utils/hardware_samples/ (hccn_tool-<query>-g__910B3_800I-A2*.txt: link, net_health,
+# tests/unit/plugins/module_utils/node/hardware_samples/ (hccn_tool-<query>-g__910B3_800I-A2*.txt: link, net_health,
 # lldp (grep-Ifname), netdetect (old-address-form), gateway, ip, tls (grep-switch); the pings' summary line as in
 # hccn_tool-ping-g__910B3_800I-A2__1.txt), addresses changed. -vnic has no capture (reconstructed from the tool's
 # source, as the hccn parser's own tests say).

@@ -65,7 +65,7 @@ def test_bundle_records_commands_and_files_without_secrets(run_module, tmp_path)
 def test_pings_go_where_the_network_check_sends_them(run_module, tmp_path, monkeypatch):
     hccn = tool(tmp_path, "hccn_tool", 'echo "hccn_tool $*"; echo "3 packets transmitted, 0 received"; exit 1')
     peers = {"me": {"0": {"ip": "10.0.0.1"}}, "other": {"0": {"ip": "10.0.0.2"}, "1": {"ip": "10.0.0.3"}}}
-    monkeypatch.setattr(support_bundle.node_io, "davinci_devices", lambda: (["davinci4", "davinci5"], [4, 5]))
+    monkeypatch.setattr(support_bundle.readers, "davinci_devices", lambda: (["davinci4", "davinci5"], [4, 5]))
     done = run_module(main, {"hccn_tool": hccn, "ping_peers": peers, "me": "me"})
     # From the first NPU to the other node's first address; the answer as the tool gave it.
     assert done.result["bundle"] == {

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils import hccn
+from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
 from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable
 from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
 

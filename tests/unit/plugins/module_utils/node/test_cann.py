@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 
 ROOT = "/usr/local/Ascend"
 

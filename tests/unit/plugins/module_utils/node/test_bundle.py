@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import bundle
+from ansible_collections.ascend.inference.plugins.module_utils.node import bundle
 
 
 def test_secret_looking_names_are_redacted():

@@ -7,8 +7,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann
-from ansible_collections.ascend.inference.plugins.module_utils import cann_install
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann_install
 
 ROOT = "/usr/local/Ascend"
 

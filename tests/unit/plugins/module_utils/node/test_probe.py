@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import node_probe as parse
+from ansible_collections.ascend.inference.plugins.module_utils.node import probe as parse
 
 IP_JSON = json.dumps([
     {"ifname": "lo", "addr_info": [{"family": "inet", "local": "127.0.0.1"}]},

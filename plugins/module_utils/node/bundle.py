@@ -31,7 +31,8 @@ import os
 import re
 import stat
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann, hccn, phase_npu_network
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann, hccn
+from ansible_collections.ascend.inference.plugins.module_utils import phase_npu_network
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 
 FORMAT = 2

@@ -22,7 +22,7 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 
 KINDS = ("toolkit", "kernels", "nnal")  # the order they install in: kernels and nnal go into the toolkit's tree
 PACKAGE_NAMES = {

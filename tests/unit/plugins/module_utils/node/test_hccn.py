@@ -10,8 +10,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import hccn
-from ansible_collections.ascend.inference.plugins.module_utils.hccn import (
+from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
+from ansible_collections.ascend.inference.plugins.module_utils.node.hccn import (
     judge, judge_ping, judge_tls, parse, parse_ping)
 
 

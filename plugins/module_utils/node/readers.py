@@ -11,10 +11,10 @@ import glob
 import os
 import tarfile
 
-from ansible_collections.ascend.inference.plugins.module_utils import cann
+from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
 
-from ansible_collections.ascend.inference.plugins.module_utils.node_probe import davinci_index
+from ansible_collections.ascend.inference.plugins.module_utils.node.probe import davinci_index
 
 
 def read(path, newline=None):

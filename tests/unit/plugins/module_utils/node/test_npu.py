@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import npu
+from ansible_collections.ascend.inference.plugins.module_utils.node import npu
 
 
 def chips_of(rows):
