@@ -26,7 +26,7 @@ import bench  # noqa: E402
 import fanout  # noqa: E402
 
 sys.path.insert(0, bench.REPO)
-from plugins.module_utils import torrent  # noqa: E402  pylint: disable=wrong-import-position
+from plugins.module_utils.model import torrent  # noqa: E402  pylint: disable=wrong-import-position
 
 PORT = 6881
 CHAIN_PORT = 6882

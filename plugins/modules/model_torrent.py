@@ -98,8 +98,8 @@ hashed:
 import base64
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils import swarm
-from ansible_collections.ascend.inference.plugins.module_utils import torrent
+from ansible_collections.ascend.inference.plugins.module_utils.model import swarm
+from ansible_collections.ascend.inference.plugins.module_utils.model import torrent
 
 
 def main():

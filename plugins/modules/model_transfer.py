@@ -199,9 +199,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves import http_client
-from ansible_collections.ascend.inference.plugins.module_utils import model_files
-from ansible_collections.ascend.inference.plugins.module_utils import swarm
-from ansible_collections.ascend.inference.plugins.module_utils import torrent
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
+from ansible_collections.ascend.inference.plugins.module_utils.model import swarm
+from ansible_collections.ascend.inference.plugins.module_utils.model import torrent
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 

@@ -299,7 +299,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 from ansible_collections.ascend.inference.plugins.module_utils import container
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
-from ansible_collections.ascend.inference.plugins.module_utils import model_files
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.module_utils.node import environment
 from ansible_collections.ascend.inference.plugins.module_utils.node import readers
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read as _read

@@ -1,6 +1,6 @@
 """The pipelined copy's parts with the real aria2 (Debian's aria2 1.36, installed by setup-host.sh), on loopback:
-the torrent and the tracker reply of plugins/module_utils/torrent.py, aria2's configuration, the reading of its
-JSON-RPC and the controller's tracker of plugins/module_utils/swarm.py. A seeder and two receivers on
+the torrent and the tracker reply of plugins/module_utils/model/torrent.py, aria2's configuration, the reading of its
+JSON-RPC and the controller's tracker of plugins/module_utils/model/swarm.py. A seeder and two receivers on
 127.0.0.1-3; one receiver holds a file with a bad piece and a file cut short, as an interrupted or damaged copy
 leaves them, the other nothing (aria2 checks nothing there before it asks the tracker)."""
 
@@ -45,7 +45,7 @@ def status(port, names):
 def model(tmp_path):
     collection(tmp_path)
     global model_files, swarm, torrent  # pylint: disable=global-statement
-    from ansible_collections.ascend.inference.plugins.module_utils import model_files, swarm, torrent
+    from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files, swarm, torrent
     source = tmp_path / "src" / "model"
     (source / "tokenizer").mkdir(parents=True)
     random = os.urandom(6 * PIECE + 12345)

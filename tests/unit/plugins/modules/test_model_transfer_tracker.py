@@ -8,7 +8,7 @@ __metaclass__ = type
 import ipaddress
 import struct
 
-from ansible_collections.ascend.inference.plugins.module_utils import model_files, swarm, torrent
+from ansible_collections.ascend.inference.plugins.module_utils.model import files, swarm, torrent
 from ansible_collections.ascend.inference.plugins.modules import model_transfer
 
 
@@ -25,7 +25,7 @@ def compact(addresses, port):
 
 
 def test_the_nodes_tracker_lists_the_holders_first_and_each_member_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(model_files, "RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setattr(files, "RUNTIME_DIR", str(tmp_path))
     node = Node()
     model_transfer.serve_tracker(node, {
         "peers": ["192.0.2.11", "192.0.2.12", "192.0.2.13"], "seeds": ["192.0.2.13"], "port": 8731,

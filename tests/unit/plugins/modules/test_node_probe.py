@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from ansible_collections.ascend.inference.plugins.module_utils import model_files
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.module_utils.node.probe import unit_of_cgroup
 from ansible_collections.ascend.inference.plugins.modules.node_probe import main
 

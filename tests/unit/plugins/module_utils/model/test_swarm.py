@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import swarm
+from ansible_collections.ascend.inference.plugins.module_utils.model import swarm
 
 NAMES = {"192.0.2.11": "node1", "192.0.2.12": "node2", "192.0.2.1": "the controller"}
 

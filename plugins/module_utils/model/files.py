@@ -16,7 +16,7 @@ import re
 import stat
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.ascend.inference.plugins.module_utils import swarm
+from ansible_collections.ascend.inference.plugins.module_utils.model import swarm
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 
 FORMAT = 1

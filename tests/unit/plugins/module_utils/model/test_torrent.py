@@ -12,7 +12,7 @@ import hashlib
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import torrent
+from ansible_collections.ascend.inference.plugins.module_utils.model import torrent
 
 
 def test_bencode_follows_bep3():
