@@ -17,7 +17,7 @@ import re
 from ansible_collections.ascend.inference.plugins.module_utils import (
     phase_node_env, phase_ray, phase_runtime, phase_serve)
 from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable
-from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).

@@ -15,7 +15,8 @@ import posixpath
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils.node import environment
-from ansible_collections.ascend.inference.plugins.module_utils import phase, phase_ray, systemd
+from ansible_collections.ascend.inference.plugins.module_utils import phase, phase_ray
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"

@@ -14,7 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime, service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 SETTINGS = {"program": "str", "extra_args": "list", "restart": "bool"}

@@ -14,7 +14,7 @@ import json
 
 from ansible.module_utils.compat.version import LooseVersion
 
-from ansible_collections.ascend.inference.plugins.module_utils import container, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused, stepped
 

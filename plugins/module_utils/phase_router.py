@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils import systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY, UNIT
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.ascend.inference.plugins.module_utils import container, service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 # Where a container-mode deployment kept its files, for removing them after a switch to host mode (the plan then

@@ -13,7 +13,7 @@ import json
 
 from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
-from ansible_collections.ascend.inference.plugins.module_utils import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
 
 NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "

@@ -15,7 +15,8 @@ from urllib.parse import quote
 import json
 import time
 
-from ansible_collections.ascend.inference.plugins.module_utils import container, phase_instances, phase_ray, phase_serve
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
+from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, phase_ray, phase_serve
 from ansible_collections.ascend.inference.plugins.module_utils.engines import metrics as engine_metrics
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring as monitoring_plan, reports
 from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused

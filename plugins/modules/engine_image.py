@@ -112,7 +112,7 @@ error:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import image_archive
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import run as _run
 

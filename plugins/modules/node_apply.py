@@ -425,7 +425,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.apply import unit
 from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
-from ansible_collections.ascend.inference.plugins.module_utils import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
 
 UNIT_OPTIONS = dict(
     name=dict(type="str", required=True),

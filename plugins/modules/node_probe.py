@@ -297,7 +297,7 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.module_utils.node import environment
@@ -306,7 +306,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.node.readers impo
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import run as _run
 from ansible_collections.ascend.inference.plugins.module_utils.node import probe
 from ansible_collections.ascend.inference.plugins.module_utils.node import npu
-from ansible_collections.ascend.inference.plugins.module_utils import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
 
 
 def _npu(module, devices):

@@ -130,7 +130,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.node import bundle as spec
-from ansible_collections.ascend.inference.plugins.module_utils import container, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account
 from ansible_collections.ascend.inference.plugins.module_utils.node import readers
 from ansible_collections.ascend.inference.plugins.module_utils.apply.file_diff import account_name
 from ansible_collections.ascend.inference.plugins.module_utils.node.probe import PYTHON_VERSIONS, shebang_interpreter

@@ -75,7 +75,7 @@ commands:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
 
 
 def _lines(user, group, found_user, found_group):

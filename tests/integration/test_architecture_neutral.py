@@ -30,7 +30,7 @@ DOCUMENTED = {
     "tests/sim/doubles/ascend_sim.py": "maps what `uname -m` prints to CANN's directory names",
     "tests/unit/plugins/module_utils/node/test_cann.py": "expected values of the captured install files",
     "tests/unit/plugins/module_utils/node/test_cann_install.py": "package names as Huawei publishes them: the parser's input",
-    "tests/unit/plugins/module_utils/test_container.py": "quotes a captured install file",
+    "tests/unit/plugins/module_utils/runtime/test_container.py": "quotes a captured install file",
     "tests/unit/plugins/modules/test_cann_packages.py": "maps what the machine reports to CANN's architecture names",
     "tests/unit/plugins/modules/test_node_probe.py": "a CANN tree laid out as the captured 8.5 one",
 }

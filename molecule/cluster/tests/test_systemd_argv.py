@@ -2,7 +2,7 @@
 systemd and a POSIX shell both read back every value it writes into an environment file.
 
 The unit templates render argv with the systemd_command_line filter, the environment files with the
-environment_file filter (both plugins/module_utils/systemd.py); here those functions write a unit and an
+environment_file filter (both plugins/module_utils/runtime/systemd.py); here those functions write a unit and an
 environment file on a node with a real systemd, whose processes report what they got.
 """
 
@@ -29,7 +29,7 @@ DUMP_ENV = ("import json, os; open('/tmp/env.json', 'w').write(json.dumps("
 
 def quoting():
     spec = importlib.util.spec_from_file_location(
-        "systemd_quoting", os.path.join(HERE, "..", "..", "..", "plugins", "module_utils", "systemd.py"))
+        "systemd_quoting", os.path.join(HERE, "..", "..", "..", "plugins", "module_utils", "runtime", "systemd.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

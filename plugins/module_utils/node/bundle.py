@@ -44,7 +44,7 @@ ENGINE_DISTRIBUTIONS = ("vllm", "vllm-ascend", "vllm-mindspore")
 # The collection's units: ascend-<kind>.service for one model, ascend-<kind>-<instance>.service for an instance of
 # ascend_instances (ascend-pd-<instance> is a prefill/decode instance's proxy).
 UNIT = re.compile(r"ascend-(serve|ray|watchdog|pd)(?:-([a-z0-9-]+))?\.service")
-# A port on a unit's command line, its words quoted or not (module_utils/systemd.command_line quotes them):
+# A port on a unit's command line, its words quoted or not (module_utils/runtime/systemd.command_line quotes them):
 # --port 8000, "--port" "8000", --data-parallel-rpc-port=29550.
 PORT_OPTION = re.compile(r'--([a-z-]*port)(?:=|"?\s+"?)(\d+)')
 REDACTED = "<redacted>"

@@ -12,7 +12,7 @@ import os
 import tarfile
 
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 
 from ansible_collections.ascend.inference.plugins.module_utils.node.probe import davinci_index
 

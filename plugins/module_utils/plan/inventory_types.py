@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.module_utils.common import validation
 
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 
 # Per-host variables the planner reads through hostvars (roles/plan/templates/nodes.json.j2): type, elements.

@@ -17,10 +17,10 @@ import ipaddress
 import json
 import shlex
 
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
-from ansible_collections.ascend.inference.plugins.module_utils import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
 
 ENGINES = {
     "vllm-mindspore": ["vllm-mindspore", "serve"],

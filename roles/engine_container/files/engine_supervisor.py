@@ -45,7 +45,7 @@ def say(message):
 
 def read_env_file(path):
     """{NAME: value} of a NAME="value" file (backslash escapes inside double quotes), as the collection
-    writes its environment files (plugins/module_utils/systemd.py); a missing file is empty."""
+    writes its environment files (plugins/module_utils/runtime/systemd.py); a missing file is empty."""
     found = {}
     try:
         with open(path) as handle:

@@ -11,7 +11,7 @@ import pwd
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.ascend.inference.plugins.module_utils import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
 from ansible_collections.ascend.inference.plugins.modules import system_account
 
 COMMENT = "ascend.inference services"

@@ -84,7 +84,7 @@ def test_units_name_their_instance_and_ports():
     assert bundle.unit_entry("ascend-serve-chat.service", text) == {
         "kind": "serve", "instance": "chat", "ports": {"data-parallel-rpc-port": 29551, "port": 8001}}
     assert bundle.unit_entry("ascend-serve.service", "")["instance"] is None
-    # As the serve phase writes it (module_utils/systemd.command_line quotes every word).
+    # As the serve phase writes it (module_utils/runtime/systemd.command_line quotes every word).
     quoted = 'ExecStart="/v/bin/vllm" "serve" "/m" "--port" "8000" "--data-parallel-rpc-port=29550"\n'
     assert bundle.unit_entry("ascend-serve.service", quoted)["ports"] == {"port": 8000, "data-parallel-rpc-port": 29550}
     assert bundle.unit_entry("ascend-pd-ds.service", None)["kind"] == "pd"

@@ -14,7 +14,7 @@ import stat
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import service_account as sa
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account as sa
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
 
 CHAR = stat.S_IFCHR

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils.systemd import command_line, environment_file, quote_word
+from ansible_collections.ascend.inference.plugins.module_utils.runtime.systemd import (
+    command_line, environment_file, quote_word)
 
 
 @pytest.mark.parametrize("word,quoted", [

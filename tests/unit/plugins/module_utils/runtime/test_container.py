@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import container
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
 
