@@ -11,7 +11,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
-from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED
 
 display = Display()
 

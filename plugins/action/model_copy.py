@@ -26,7 +26,7 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils.model import files
-from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.plugin_utils import progress
 from ansible_collections.ascend.inference.plugins.module_utils.model import swarm
 from ansible_collections.ascend.inference.plugins.module_utils.model import torrent
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening

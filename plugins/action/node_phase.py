@@ -15,43 +15,43 @@ import copy
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase, phase_cann, phase_firewall, phase_hostnames, phase_instances, phase_model, phase_monitoring,
-    phase_node_env, phase_npu_exporter, phase_npu_network, phase_preflight, phase_ray, phase_restart, phase_router,
-    phase_serve, phase_status, phase_teardown)
-from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED, Node, rendered
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
+    phase, cann, firewall, hostnames, per_instance, model, monitoring, node_env, npu_exporter, npu_network,
+    preflight, ray, router, serve)
+from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart, status, teardown
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED, Node, rendered
 
 display = Display()
 
 # Each phase: what computes it, and the types of the settings it takes.
 PHASES = {
-    "preflight": (phase_preflight.desired, phase_preflight.SETTINGS),
-    "npu_query": (phase_npu_network.query, phase_npu_network.SETTINGS),
-    "npu_ping": (phase_npu_network.ping, phase_npu_network.SETTINGS),
-    "npu_report": (phase_npu_network.report, {}),
-    "hostnames": (phase_hostnames.desired, phase_hostnames.SETTINGS),
-    "node_env": (phase_instances.node_env, phase_node_env.SETTINGS),
-    "node_env_ray": (phase_instances.node_env_ray, phase_node_env.SETTINGS),
-    "firewall": (phase_firewall.desired, phase_firewall.SETTINGS),
-    "ray_install": (phase_ray.install, phase_ray.SETTINGS),
-    "ray_token": (phase_instances.ray_token, phase_ray.SETTINGS),
-    "ray": (phase_instances.ray, phase_ray.SETTINGS),
-    "serve": (phase_instances.serve, phase_serve.SETTINGS),
-    "router": (phase_router.desired, phase_router.SETTINGS),
-    "npu_exporter": (phase_npu_exporter.desired, phase_npu_exporter.SETTINGS),
-    "monitoring": (phase_monitoring.desired, phase_monitoring.SETTINGS),
-    "ray_restart": (phase_restart.ray, phase_ray.SETTINGS),
-    "serve_restart": (phase_restart.serve, phase_restart.SERVE_SETTINGS),
-    "serve_rolling": (phase_restart.rolling, phase_restart.SERVE_SETTINGS),
-    "serve_group": (phase_restart.serve_group, {}),
-    "teardown": (phase_teardown.desired, {}),
-    "remove_node": (phase_teardown.removed, phase_teardown.REMOVE_SETTINGS),
-    "status": (phase_status.status, phase_status.SETTINGS),
-    "status_report": (phase_status.report, {}),
-    "cann_stage": (phase_cann.stage, phase_cann.SETTINGS),
-    "model_settings": (phase_model.settings, phase_model.SETTINGS),
-    "model_schedule": (phase_model.schedule, phase_model.SETTINGS),
-    "model_hub": (phase_model.hub, phase_model.SETTINGS),
+    "preflight": (preflight.desired, preflight.SETTINGS),
+    "npu_query": (npu_network.query, npu_network.SETTINGS),
+    "npu_ping": (npu_network.ping, npu_network.SETTINGS),
+    "npu_report": (npu_network.report, {}),
+    "hostnames": (hostnames.desired, hostnames.SETTINGS),
+    "node_env": (per_instance.node_env, node_env.SETTINGS),
+    "node_env_ray": (per_instance.node_env_ray, node_env.SETTINGS),
+    "firewall": (firewall.desired, firewall.SETTINGS),
+    "ray_install": (ray.install, ray.SETTINGS),
+    "ray_token": (per_instance.ray_token, ray.SETTINGS),
+    "ray": (per_instance.ray, ray.SETTINGS),
+    "serve": (per_instance.serve, serve.SETTINGS),
+    "router": (router.desired, router.SETTINGS),
+    "npu_exporter": (npu_exporter.desired, npu_exporter.SETTINGS),
+    "monitoring": (monitoring.desired, monitoring.SETTINGS),
+    "ray_restart": (restart.ray, ray.SETTINGS),
+    "serve_restart": (restart.serve, restart.SERVE_SETTINGS),
+    "serve_rolling": (restart.rolling, restart.SERVE_SETTINGS),
+    "serve_group": (restart.serve_group, {}),
+    "teardown": (teardown.desired, {}),
+    "remove_node": (teardown.removed, teardown.REMOVE_SETTINGS),
+    "status": (status.status, status.SETTINGS),
+    "status_report": (status.report, {}),
+    "cann_stage": (cann.stage, cann.SETTINGS),
+    "model_settings": (model.settings, model.SETTINGS),
+    "model_schedule": (model.schedule, model.SETTINGS),
+    "model_hub": (model.hub, model.SETTINGS),
 }
 ARGUMENTS = dict(phase=dict(type="str", required=True, choices=sorted(PHASES)),
                  settings=dict(type="dict", default={}))

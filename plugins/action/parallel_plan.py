@@ -18,7 +18,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.plan import (
     input_rules, nodes as plan_nodes, preflight_checks, reports)
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.plugin_utils import inventory
-from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED
 
 display = Display()
 

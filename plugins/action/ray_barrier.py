@@ -10,8 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_ray, progress
-from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import APPLIED
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import ray
+from ansible_collections.ascend.inference.plugins.plugin_utils import progress
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED
 from ansible_collections.ascend.inference.plugins.plugin_utils.polling import POLL_ARGUMENTS, PollingAction
 
 
@@ -49,8 +50,8 @@ class ActionModule(PollingAction):
             # One probe run watches up to a polling period for the whole cluster: one `import ray` then, not one
             # per look (on a busy head, each slows Ray's own start).
             expected = progress.expected_nodes(plan)
-            args["argv"] = phase_ray.probe_argv(plan, args["config_dir"] or cluster["config_dir"],
-                                                args["python_env"] or cluster["python_env"], image.get("program")) + [
+            args["argv"] = ray.probe_argv(plan, args["config_dir"] or cluster["config_dir"],
+                                          args["python_env"] or cluster["python_env"], image.get("program")) + [
                 "--until", str(len(expected)), str(sum(node["npus"] for node in expected)),
                 str(max(args["interval"], min(args["progress_every"], args["timeout"]) - args["interval"]))]
         if args["unreachable"] is None:

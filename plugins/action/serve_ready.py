@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.utils.display import Display
-from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.plugin_utils import progress
 from ansible_collections.ascend.inference.plugins.module_utils.engines.api_url import api_base, health_path
 from ansible_collections.ascend.inference.plugins.plugin_utils.polling import POLL_ARGUMENTS, PollingAction
 

@@ -12,7 +12,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.plugin_utils import progress
 
 display = Display()
 

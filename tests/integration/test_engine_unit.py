@@ -24,7 +24,7 @@ IMAGE_ID = "04598bc9955b" + "1" * 52
 
 
 class Node(object):
-    """One host of the plan as the ray and serve phases see it (plugins/plugin_utils/phase_node.py)."""
+    """One host of the plan as the ray and serve phases see it (plugins/plugin_utils/phases/node.py)."""
 
     def __init__(self, host, plan):
         self.host, self.plan = host, plan
@@ -33,8 +33,8 @@ class Node(object):
 def render(tmp_path_factory, collections_root, program):
     """Every node's unit as the engine container's phases render it, from the example's plan (plan.yml)."""
     sys.path.insert(0, str(collections_root))
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime
-    from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import render as render_template
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import render as render_template
     out = tmp_path_factory.mktemp("plan")
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root), ANSIBLE_NOCOLOR="1")
     env.pop("ANSIBLE_CONFIG", None)
@@ -53,7 +53,7 @@ def render(tmp_path_factory, collections_root, program):
     image = {"program": program, "id": IMAGE_ID, "run": run}
     units = {}
     for host in plan["nodes"]:
-        part = phase_runtime.engine(Node(host, plan), image)
+        part = backends.engine(Node(host, plan), image)
         unit = next(spec for spec in part["files"] if spec["path"].endswith("ascend-engine.service"))
         units[host] = render_template(unit["template"], unit["values"])
     return units

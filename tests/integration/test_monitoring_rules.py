@@ -25,7 +25,7 @@ def collection(collections_root):
     sys.path.insert(0, str(collections_root))
     from ansible_collections.ascend.inference.plugins.module_utils.plan import (
         fleet as instances, monitoring as monitoring_plan, monitoring_rules)
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_monitoring
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases import monitoring as phase_monitoring
     return instances, monitoring_plan, monitoring_rules, phase_monitoring
 
 
@@ -50,7 +50,7 @@ def write_files(tmp_path, collection, thresholds=None):
     plan["monitoring"] = monitoring_plan.section(plan, {"npu_exporter_enabled": True})[0]
     config = tmp_path / "prometheus.yml"
     settings = {"thresholds": thresholds or {}, "scrape_interval": "15s", "evaluation_interval": "15s"}
-    from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import render  # noqa: E402
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import render  # noqa: E402
     for path, _mode, content, values in phase_monitoring.files(plan, settings, str(tmp_path), str(config)):
         if values is not None:
             # As the node_phase action renders it.

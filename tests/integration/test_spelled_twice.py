@@ -15,7 +15,7 @@ from ansible_collections.ascend.inference.plugins.modules import support_bundle 
 
 def test_teardown_stops_the_plans_units_serve_first():
     # teardown.yml must work with an inventory that no longer validates, so its phase cannot read the plan.
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_teardown
+    from ansible_collections.ascend.inference.plugins.plugin_utils.operations import teardown
 
     class NoPlan(object):
         """A node whose plan cannot be read; its unit directory lists no instance's unit."""
@@ -28,7 +28,7 @@ def test_teardown_stops_the_plans_units_serve_first():
         def run(module, args):
             return {"files": []}
 
-    state = phase_teardown.desired(NoPlan(), {})["apply"]
+    state = teardown.desired(NoPlan(), {})["apply"]
     # Given in start order: node_apply stops them in reverse, the router in front of serve first (serve's watchdog
     # before the serve it would restart), the NPU exporter after the engines.
     assert [unit["name"] for unit in reversed(state["units"])] == [router.UNIT] + [

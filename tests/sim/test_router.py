@@ -1,4 +1,4 @@
-"""The router's configuration, as the router phase writes it (plugins/module_utils/phase_router.py and the role's
+"""The router's configuration, as the router phase writes it (plugins/plugin_utils/phases/router.py and the role's
 templates), run by the real HAProxy (Debian 12's 2.6 package, tests/sim/setup-host.sh installs it) in front of
 serve doubles on loopback: routing by the body's model, keys, streaming, health, ejection, drain.
 
@@ -50,8 +50,8 @@ class Node(object):
 @pytest.fixture
 def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
     collection(tmp_path)
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_router
-    from ansible_collections.ascend.inference.plugins.plugin_utils.phase_node import render
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases import router as phase_router
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import render
     from ansible_collections.ascend.inference.plugins.modules import router_server
 
     ports = dict((name, free_port()) for name in ("a1", "a2", "big", "router", "metrics"))

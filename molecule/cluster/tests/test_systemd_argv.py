@@ -94,9 +94,10 @@ def test_the_collections_units_use_it():
         with open(os.path.join(root, template)) as handle:
             text = handle.read()
         assert "ExecStart={{ exec_start }}" in text and "|" not in text.split("ExecStart=")[1].split("\n")[0], template
-    with open(os.path.join(root, "plugins", "module_utils", "phase_runtime.py")) as handle:
+    phases = os.path.join(root, "plugins", "plugin_utils", "phases")
+    with open(os.path.join(phases, "backends.py")) as handle:
         assert "systemd.command_line(argv)" in handle.read()
-    for phase in ("phase_ray.py", "phase_serve.py", "phase_runtime.py"):
-        with open(os.path.join(root, "plugins", "module_utils", phase)) as handle:
+    for phase in ("ray.py", "serve.py", "backends.py"):
+        with open(os.path.join(phases, phase)) as handle:
             text = handle.read()
-        assert '"exec_start": runtime.command_line(' in text or '"exec_start": command_line(' in text, phase
+        assert '"exec_start": backends.command_line(' in text or '"exec_start": command_line(' in text, phase

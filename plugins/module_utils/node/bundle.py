@@ -32,7 +32,6 @@ import re
 import stat
 
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann, hccn
-from ansible_collections.ascend.inference.plugins.module_utils import phase_npu_network
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 
 FORMAT = 2
@@ -134,10 +133,10 @@ def npu_addresses(bundle_commands):
 
 
 def ping_targets(peers, me, device):
-    """What the NPU network check pings from this node's DEVICE (phase_npu_network.ping_targets, on the addresses
+    """What the NPU network check pings from this node's DEVICE (hccn.ping_targets, as the npu_ping phase calls it, on the addresses
     recorded instead of the plan's checked NPUs): every other node's first NPU IP, and where the node has vNIC
     addresses (Atlas A3) its first die's vNIC over HCCS. PEERS: {host: npu_addresses}."""
     records = dict((host, {"checked": True, "npus": npus or {}}) for host, npus in peers.items())
     a3 = any(entry.get("vnic") for entry in (peers.get(me) or {}).values())
-    return phase_npu_network.ping_targets(records, me, device) + (
-        phase_npu_network.ping_targets(records, me, device, "hccs_ping") if a3 else [])
+    return hccn.ping_targets(records, me, device) + (
+        hccn.ping_targets(records, me, device, "hccs_ping") if a3 else [])

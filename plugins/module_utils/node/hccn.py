@@ -141,3 +141,18 @@ def table(failures):
         lines.append(row % (failure["host"], device, failure["check"], failure["expected"],
                             " ".join(str(failure["found"]).split("\n"))))
     return "\n".join(lines)
+
+
+def ping_targets(records, me, device, kind="ping"):
+    """One address of every other checked host, pinged from this host's DEVICE: its first NPU IP (kind ping) or its
+    first die's vNIC address (kind hccs_ping, Atlas A3). RECORDS: {host: its npu_query record}."""
+    key = "ip" if kind == "ping" else VNIC
+    targets = []
+    for host in sorted(records):
+        if host == me or not (records[host] or {}).get("checked"):
+            continue
+        npus = records[host].get("npus") or {}
+        addresses = [npus[d][key] for d in sorted(npus, key=int) if npus[d].get(key)]
+        if addresses:
+            targets.append({"device": int(device), "address": addresses[0], "node": host, "kind": kind})
+    return targets

@@ -12,7 +12,7 @@ from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar
 from ansible_collections.ascend.inference.plugins.action import node_phase
 from ansible_collections.ascend.inference.plugins.action.node_phase import ActionModule
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 PLAN = {"cluster": {"head": "h"}, "nodes": {"h": {}}}
 

@@ -17,8 +17,8 @@ import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import fleet
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, monitoring_rules, request
-from ansible_collections.ascend.inference.plugins.module_utils import phase_firewall, phase_monitoring
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import firewall, monitoring as phase_monitoring
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "engines", "fixtures", "vllm_metrics")
@@ -125,12 +125,12 @@ def test_monitors_outside_the_cluster_are_admitted_to_what_they_scrape():
     plan["monitoring"] = section(plan, npu_exporter_enabled=True,
                                  monitors=[{"name": "mon", "address": "10.0.0.9"}, {"name": "n1", "address": "10.0.0.1"}])
     assert plan["monitoring"]["admitted"] == ["10.0.0.9"]
-    monitors, ports = phase_firewall.scraped_ports(plan, "n1")
+    monitors, ports = firewall.scraped_ports(plan, "n1")
     # chat's and embed's API ports, the router's metrics, the exporter: not the router's client port.
     assert monitors == ["10.0.0.9"] and ports == [8000, 8001, 8082, 8404]
-    assert phase_firewall.scraped_ports(plan, "n3")[1] == [8000, 8082]
+    assert firewall.scraped_ports(plan, "n3")[1] == [8000, 8082]
     plan["monitoring"] = section(plan)
-    assert phase_firewall.scraped_ports(plan, "n1") == ([], [])
+    assert firewall.scraped_ports(plan, "n1") == ([], [])
 
 
 def test_plan_request_carries_the_monitoring_section():
@@ -264,24 +264,24 @@ def test_a_plan_without_monitoring_is_refused_with_what_to_do():
 
 
 def test_the_load_line_says_where_its_time_to_first_token_comes_from():
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_status
+    from ansible_collections.ascend.inference.plugins.plugin_utils.operations import status
     # 12 requests: 6 under 0.5 s, 6 between 0.5 and 2.5 s.
     load = {"running": 2.0, "waiting": 1.0, "kv_cache": 0.25,
             "ttft_buckets": {"0.5": 6.0, "2.5": 12.0, "+Inf": 12.0}}
     found = {"n1": {"load": load}, "n2": {}}
-    assert phase_status.load_line("chat", found, {}, None) == (
+    assert status.load_line("chat", found, {}, None) == (
         "load chat: 2 running, 1 waiting, KV cache 25%, time to first token p50 0.5 s / p95 2.3 s (since the engine "
         "started, 12 requests)")
     # Two API servers of one instance: their buckets summed (the second's requests were all slow): 6 of 24 under
     # 0.5 s, p50 = 0.5 + 2 x (12 - 6) / 18, p95 = 0.5 + 2 x (22.8 - 6) / 18.
     slow = dict(load, kv_cache=0.5, ttft_buckets={"0.5": 0.0, "2.5": 12.0, "+Inf": 12.0})
-    assert phase_status.load_line("chat", {"n1": {"load": load}, "n2": {"load": slow}}, {}, None) == (
+    assert status.load_line("chat", {"n1": {"load": load}, "n2": {"load": slow}}, {}, None) == (
         "load chat: 4 running, 2 waiting, KV cache 50%, time to first token p50 1.17 s / p95 2.37 s (since the engines "
         "started, 24 requests)")
     recent = {"chat": {"p50": 0.125, "p95": 0.25}}
-    assert phase_status.load_line("chat", found, recent, "10.0.0.9").endswith(
+    assert status.load_line("chat", found, recent, "10.0.0.9").endswith(
         "time to first token p50 0.125 s / p95 0.25 s (last 5m, Prometheus on 10.0.0.9)")
-    assert phase_status.load_line("chat", {"n1": {"load": None}}, {}, None) == "load chat: no /metrics read"
+    assert status.load_line("chat", {"n1": {"load": None}}, {}, None) == "load chat: no /metrics read"
     idle = dict(load, ttft_buckets={"0.5": 0.0, "+Inf": 0.0})
-    line = phase_status.load_line("chat", {"n1": {"load": idle}}, {}, None)
+    line = status.load_line("chat", {"n1": {"load": idle}}, {}, None)
     assert line.endswith("time to first token: no request yet")

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.module_utils.model import files
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 HUB_PROGRAMS = {"huggingface": "hf", "modelscope": "modelscope"}
 SETTINGS = {"source": "str", "src": "str", "hub_repo": "str", "fanout": "bool", "pipeline": "str", "cli": "str",

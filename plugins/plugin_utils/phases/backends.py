@@ -16,7 +16,7 @@ __metaclass__ = type
 import posixpath
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account, systemd
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # Where a container-mode deployment kept its files, for removing them after a switch to host mode (the plan then
 # names no runtime paths).

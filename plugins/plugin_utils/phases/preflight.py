@@ -13,7 +13,7 @@ __metaclass__ = type
 from ansible.module_utils.common.validation import check_type_bool
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # What of node_probe's answer the checks and the later phases read.
 KEPT = ("ipv4", "npu_smi", "npu", "device_files", "cann", "cann_version", "cann_notes", "cann_problems", "driver",

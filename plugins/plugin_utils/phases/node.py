@@ -18,7 +18,8 @@ from ansible.errors import AnsibleError
 # The fact every phase's result is kept under, per host: ascend_applied.<phase>.
 APPLIED = "ascend_applied"
 # The collection's roles, whose templates and files the phases name as "<role>/<name>".
-ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+                     "roles")
 MISSING = object()
 
 

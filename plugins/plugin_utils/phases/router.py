@@ -13,7 +13,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import systemd
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY, UNIT
 
 SETTINGS = {"program": "str", "maxconn": "int", "buffer_bytes": "int", "timeout_seconds": "int",

@@ -14,11 +14,11 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase_node_env, phase_ray, phase_runtime, phase_serve)
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
+    node_env as phase_node_env, ray as phase_ray, backends, serve as phase_serve)
 from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
 SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
@@ -84,7 +84,7 @@ def _merged(results):
     state, warnings = {}, []
     for result in results:
         if result.get("apply"):
-            phase_runtime.merge(state, result["apply"])
+            backends.merge(state, result["apply"])
         warnings.extend(result.get("warnings") or [])
     return state, warnings
 
@@ -136,8 +136,8 @@ def _rank_tables(node, state):
         if problems:
             raise Refused("instance %s: cannot write LLMDataDist's rank table %s:\n- %s"
                           % (name, entry["rank_table"], "\n- ".join(problems)))
-        phase_runtime.merge(state, {"files": [{"path": entry["rank_table"], "mode": "0644",
-                                               "content": pd_ranktable.render(table)}]})
+        backends.merge(state, {"files": [{"path": entry["rank_table"], "mode": "0644",
+                                          "content": pd_ranktable.render(table)}]})
         units = set(plan["instances"][pool["instance"]]["cluster"]["units"]["serve"] for pool in pools)
         for unit in state.get("units") or []:
             if unit["name"] in units and unit.get("state") == "started":
@@ -159,13 +159,13 @@ def _proxy(node, settings, proxy):
     unit = "%s/%s" % (plan["cluster"]["unit_dir"], proxy["unit"])
     values = {"instance": proxy["instance"], "firewall": plan["cluster"]["units"]["firewall"], "env_file": proxy["env_file"],
               "service_lines": service_account.unit_lines(plan["cluster"]["service"], []),
-              "exec_start": phase_runtime.command_line(proxy["argv"]), "restart_sec": settings["restart_sec"]}
+              "exec_start": backends.command_line(proxy["argv"]), "restart_sec": settings["restart_sec"]}
     return {"directories": [{"path": settings["config_dir"]}],
             "files": [{"path": proxy["env_file"], "mode": "0600"},
                       {"path": unit, "mode": "0644", "template": "serve/ascend-pd-proxy.service.j2", "values": values}],
             "secrets": {proxy["env_file"]: {"template": "serve/pd-proxy.env.j2", "values": {"environment": environment}}},
             "units": [{"name": proxy["unit"], "file": unit, "state": "started", "restart_on": [unit, proxy["env_file"]]}],
-            "account": phase_runtime.account(plan, service_account.COMMENT)}
+            "account": backends.account(plan, service_account.COMMENT)}
 
 
 def _sweeping(node, settings, result, wanted_units, wanted_env, proxies, tables=()):
@@ -181,7 +181,7 @@ def _sweeping(node, settings, result, wanted_units, wanted_env, proxies, tables=
     watchdogs = [unit for unit in state.get("units") or []
                  if WATCHDOG_UNIT.fullmatch(unit["name"]) and unit.get("state") == "started"]
     watchdog_files = [posixpath.basename(path) for unit in watchdogs for path in unit["restart_on"][1:]]
-    phase_runtime.merge(state, {"sweep": [
+    backends.merge(state, {"sweep": [
         {"directory": plan["cluster"]["unit_dir"], "pattern": WATCHDOG_UNIT.pattern,
          "keep": sorted(unit["name"] for unit in watchdogs), "units": True},
         {"directory": settings["config_dir"].rstrip("/"), "pattern": WATCHDOG_FILES.pattern,
@@ -206,7 +206,7 @@ def node_env(node, settings):
     config_dir = posixpath.dirname(settings["file"])
     if not is_fleet(node.plan):
         result = phase_node_env.desired(node, settings)
-        phase_runtime.merge(result["apply"], {"sweep": [
+        backends.merge(result["apply"], {"sweep": [
             {"directory": config_dir, "pattern": NODE_ENV.pattern,
              "keep": [posixpath.basename(settings["file"]), posixpath.basename(settings["secrets_file"])]}]})
         return result
@@ -220,7 +220,7 @@ def node_env(node, settings):
         wanted += [mine["file"], mine["secrets_file"]]
         results.append(phase_node_env.desired(view, mine))
     state, warnings = _merged(results)
-    phase_runtime.merge(state, {"absent": [settings["profile"]], "sweep": [
+    backends.merge(state, {"absent": [settings["profile"]], "sweep": [
         {"directory": config_dir, "pattern": NODE_ENV.pattern, "keep": [posixpath.basename(p) for p in wanted]}]})
     return {"apply": state, "warnings": warnings, "record": {"files": wanted}}
 
@@ -272,7 +272,7 @@ def ray(node, settings):
             files = phase_ray.paths(settings, view.plan)
             wanted = [view.plan["cluster"]["units"]["ray"]]
     state = result.get("apply") or {}
-    phase_runtime.merge(state, {"sweep": [
+    backends.merge(state, {"sweep": [
         {"directory": node.plan["cluster"]["unit_dir"], "pattern": RAY_UNIT.pattern, "keep": wanted, "units": True},
         {"directory": config_dir, "pattern": RAY_FILES.pattern,
          "keep": sorted(posixpath.basename(files[key]) for key in ("env", "token") if key in files)}]})

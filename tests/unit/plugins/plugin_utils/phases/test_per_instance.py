@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The phases of a plan of several instances (module_utils/phase_instances and the phases that read one): one
+"""The phases of a plan of several instances (plugin_utils/phases/per_instance and the phases that read one): one
 apply per node holding every instance's units and files on it, nothing of the others, instances no longer planned
 removed; the firewall, restart, status and teardown over all of them."""
 
@@ -15,9 +15,10 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase_firewall, phase_instances, phase_ray, phase_restart, phase_router, phase_status)
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
+    firewall, per_instance, ray as phase_ray, router as phase_router)
+from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart as phase_restart, status
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
 
@@ -93,7 +94,7 @@ def accepted(state):
 
 def test_each_instance_runs_its_own_unit_on_its_hosts_only():
     plan = make_plan()
-    head = phase_instances.serve(FakeNode("h", plan), SERVE)
+    head = per_instance.serve(FakeNode("h", plan), SERVE)
     state = head["apply"]
     accepted(state)
     assert {"ascend-serve-chat.service", "ascend-serve-embed.service"} <= set(units(state))
@@ -102,7 +103,7 @@ def test_each_instance_runs_its_own_unit_on_its_hosts_only():
     written = [f["path"] for f in state["files"]]
     assert "/etc/systemd/system/ascend-serve-embed.service" in written
     assert set(state["secrets"]) == {"/etc/ascend-inference/serve-chat.env", "/etc/ascend-inference/serve-embed.env"}
-    worker = phase_instances.serve(FakeNode("w", plan), SERVE)
+    worker = per_instance.serve(FakeNode("w", plan), SERVE)
     state = worker["apply"]
     accepted(state)
     # embed is not on w: its unit and environment go if an earlier plan left them.
@@ -123,7 +124,7 @@ def sweeps(state, proxies=False):
 
 def test_what_no_instance_on_the_node_names_is_swept():
     plan = make_plan()
-    state = phase_instances.serve(FakeNode("h", plan), SERVE)["apply"]
+    state = per_instance.serve(FakeNode("h", plan), SERVE)["apply"]
     accepted(state)
     found = sweeps(state)
     # Every serve unit but the instances' on this node (the single model's included), stopped first.
@@ -140,7 +141,7 @@ def test_what_no_instance_on_the_node_names_is_swept():
     # node.env and secrets.env are node_env's to sweep.
     assert not re.fullmatch(env["pattern"], "node.env") and not re.fullmatch(env["pattern"], "secrets.env")
     # On w, embed (not there) keeps nothing.
-    worker = sweeps(phase_instances.serve(FakeNode("w", plan), SERVE)["apply"])
+    worker = sweeps(per_instance.serve(FakeNode("w", plan), SERVE)["apply"])
     assert worker["/etc/systemd/system"]["keep"] == ["ascend-serve-chat.service"]
 
 
@@ -153,14 +154,14 @@ def test_one_model_again_removes_the_instances_units():
     params.pop("check_nodes")
     single = answer(params)
     assert not single.get("failed") and "instances" not in single
-    state = phase_instances.serve(FakeNode("h", single), SERVE)["apply"]
+    state = per_instance.serve(FakeNode("h", single), SERVE)["apply"]
     assert units(state)["ascend-serve.service"]["state"] == "started"
     found = sweeps(state)
     assert found["/etc/systemd/system"]["keep"] == ["ascend-serve.service"]
     assert found["/etc/ascend-inference"]["keep"] == ["serve.env"]
     cann = {"cann_env": {"set_env": "/set_env.sh", "rc": 0, "variables": {}}}
     node = FakeNode("h", single, applied={"h": {"preflight": cann}})
-    env = phase_instances.node_env(node, NODE_ENV)["apply"]
+    env = per_instance.node_env(node, NODE_ENV)["apply"]
     assert sweeps(env)["/etc/ascend-inference"]["keep"] == ["node.env", "secrets.env"]
     assert re.fullmatch(sweeps(env)["/etc/ascend-inference"]["pattern"], "secrets-chat.env")
     with pytest.raises(Refused) as refused:
@@ -172,7 +173,7 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     plan = make_plan()
     node = FakeNode("h", plan,
                     applied={"h": {"preflight": {"cann_env": {"set_env": "/set_env.sh", "rc": 0, "variables": {}}}}})
-    result = phase_instances.node_env(node, NODE_ENV)
+    result = per_instance.node_env(node, NODE_ENV)
     state = result["apply"]
     accepted(state)
     written = [f["path"] for f in state["files"]]
@@ -205,13 +206,13 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     records = {"h": {"node_env": {"steps": [{"unit": "ascend-ray.service", "action": "try-restart", "at": 1.0}]}},
                "w": {"node_env": {"ray_due": True}}}
     settings = dict(NODE_ENV, services=["ascend-ray.service", "ascend-serve.service"])
-    assert phase_instances.node_env_ray(FakeNode("w", plan, applied=records), settings)["apply"] is None
+    assert per_instance.node_env_ray(FakeNode("w", plan, applied=records), settings)["apply"] is None
 
 
 def test_without_a_router_the_firewall_opens_every_instances_api_port():
     plan = make_plan(router_enabled=False)
     settings = {"enabled": True, "open_ports": [], "config_dir": "/etc/ascend-inference", "ssh_port": None}
-    state = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
+    state = firewall.desired(FakeNode("h", plan), settings)["apply"]
     rules = state["files"][0]["values"]
     assert rules["open_ports"] == "8000, 8001"
     assert rules["members"] == "192.0.2.11, 192.0.2.12"
@@ -224,12 +225,12 @@ def test_with_a_router_only_its_port_is_open_and_only_on_its_hosts():
     settings = {"enabled": True, "open_ports": [], "config_dir": "/etc/ascend-inference", "ssh_port": None}
     # The router's default host: the head of the first instance in name order (chat, on h).
     assert plan["router"]["hosts"] == ["h"]
-    head = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
+    head = firewall.desired(FakeNode("h", plan), settings)["apply"]
     assert head["files"][0]["values"]["open_ports"] == "8080"
     assert "ascend-router.service" in head["files"][1]["values"]["before"]
-    worker = phase_firewall.desired(FakeNode("w", plan), dict(settings, open_ports=[22]))["apply"]
+    worker = firewall.desired(FakeNode("w", plan), dict(settings, open_ports=[22]))["apply"]
     assert worker["files"][0]["values"]["open_ports"] == "22"
-    assert phase_firewall.desired(FakeNode("w", plan), settings)["apply"]["files"][0]["values"]["open_ports"] == ""
+    assert firewall.desired(FakeNode("w", plan), settings)["apply"]["files"][0]["values"]["open_ports"] == ""
 
 
 ROUTER = {"program": "/usr/sbin/haproxy", "maxconn": 100, "buffer_bytes": 65536, "timeout_seconds": 600,
@@ -331,28 +332,28 @@ def test_status_reports_each_instance():
 
     records = {}
     for host in ("h", "w"):
-        records[host] = {"status": phase_status.status(Status(host, plan), {"config_dir": "/c", "python_env": "/p"})[
+        records[host] = {"status": status.status(Status(host, plan), {"config_dir": "/c", "python_env": "/p"})[
             "record"]}
     assert sorted(records["h"]["status"]["instances"]) == ["chat", "embed"]
     assert sorted(records["w"]["status"]["instances"]) == ["chat"]
     assert "router" in records["h"]["status"] and "router" not in records["w"]["status"]
     with pytest.raises(Refused) as refused:
-        phase_status.report(Status("h", plan, applied=records), {})
+        status.report(Status("h", plan, applied=records), {})
     assert "router on h (port 8080): active/running\n  /models/m: chat UP\n  /models/e: embed DRAIN" in str(refused.value)
     assert str(refused.value).endswith("- the router on h: replica embed of /models/e is DRAIN")
     replicas[1]["status"] = "UP"
-    table = phase_status.report(Status("h", plan, applied=records), {})["show"]
+    table = status.report(Status("h", plan, applied=records), {})["show"]
     assert "instance chat: vllm-ascend mp: TP 1 x PP 1 x DP 2" in table
     assert "API http://192.0.2.11:8001: /health 200" in table
     # A stopped instance is named with it.
     records["w"]["status"]["instances"]["chat"]["units"]["ascend-serve-chat.service"]["ActiveState"] = "failed"
     with pytest.raises(Refused) as refused:
-        phase_status.report(Status("h", plan, applied=records), {})
+        status.report(Status("h", plan, applied=records), {})
     assert "- instance chat: w: ascend-serve-chat.service is not active" in str(refused.value)
 
 
 def test_each_instances_model_is_checked_where_it_runs():
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_preflight
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases import preflight
     from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks
     plan = make_plan()
 
@@ -364,7 +365,7 @@ def test_each_instances_model_is_checked_where_it_runs():
                     "service": {"device_group": None}, "engine": None}
 
     probe = Probe("w", plan)
-    phase_preflight.desired(probe, {"check_models": True, "context": {}, "model": None})
+    preflight.desired(probe, {"check_models": True, "context": {}, "model": None})
     # w runs chat only (embed is on h): chat's model is ascend_model's.
     assert probe.ran[0][1]["models"] == ["/models/m"]
     found = {"models": {"/models/m": {"files": 0, "bytes": 0}, "/models/e": {"files": 2, "bytes": 9}}}
@@ -396,7 +397,7 @@ def test_an_instance_on_the_ray_launcher_gets_its_own_ray_cluster():
     plan = make_plan(RAY_INSTANCES)
     assert plan["cluster"]["ray_instances"] == ["big"] and plan["nodes"]["w"]["ray_instance"] == "big"
     for host in ("h", "w"):
-        result = phase_instances.ray(ray_node(host, plan), RAY)
+        result = per_instance.ray(ray_node(host, plan), RAY)
         state = result["apply"]
         accepted(state)
         ray = units(state)["ascend-ray-big.service"]
@@ -420,7 +421,7 @@ def test_an_instance_on_the_ray_launcher_gets_its_own_ray_cluster():
             assert re.fullmatch(found["/etc/ascend-inference"]["pattern"], name), name
         assert not re.fullmatch(found["/etc/ascend-inference"]["pattern"], "serve-big.env")
     # The worker waits for its head's Ray port, the instance's.
-    worker = units(phase_instances.ray(ray_node("w", plan), RAY)["apply"])["ascend-ray-big.service"]
+    worker = units(per_instance.ray(ray_node("w", plan), RAY)["apply"])["ascend-ray-big.service"]
     assert worker["wait_for"]["host"] == "192.0.2.11" and worker["wait_for"]["port"] == 6379
 
 
@@ -428,12 +429,12 @@ def test_a_node_in_no_ray_cluster_keeps_nothing_of_ray():
     instances = {"big": {"hosts": ["w"], "launcher": "ray", "tensor_parallel_size": 4}, "chat": {"hosts": ["h"]}}
     plan = make_plan(instances)
     node = ray_node("h", plan, instances)
-    result = phase_instances.ray(node, RAY)
+    result = per_instance.ray(node, RAY)
     assert result["record"] == {"restarted": False}
     assert result["apply"]["absent"] == ["/etc/ascend-inference/ray-cluster-nodes.py"]
     assert [s["keep"] for s in result["apply"]["sweep"]] == [[], []]
     # Nothing to read or restart there.
-    assert phase_instances.ray_token(node, RAY)["result"] == {"held": False, "token": "", "candidate": ""}
+    assert per_instance.ray_token(node, RAY)["result"] == {"held": False, "token": "", "candidate": ""}
     assert not node.ran
     assert phase_restart.ray(node, RAY) == {"apply": None, "record": {"restarted": False}}
 
@@ -442,11 +443,11 @@ def test_the_ray_instances_token_restart_serve_and_probe_are_its_own():
     plan = make_plan(RAY_INSTANCES)
     node = ray_node("w", plan)
     node.run = lambda module, args: node.ran.append(args) or {"rc": 0, "stdout": "held\nt0k3n"}
-    assert phase_instances.ray_token(node, RAY)["result"]["token"] == "t0k3n"
+    assert per_instance.ray_token(node, RAY)["result"]["token"] == "t0k3n"
     assert node.ran[0]["argv"][-1] == "/etc/ascend-inference/ray-auth-token-big"
     restart = phase_restart.ray(ray_node("w", plan), RAY)["apply"]["units"][0]
     assert restart["name"] == "ascend-ray-big.service" and restart["wait_for"]["port"] == 6379
-    head = phase_instances.serve(FakeNode("h", plan, instances=RAY_INSTANCES), SERVE)["apply"]
+    head = per_instance.serve(FakeNode("h", plan, instances=RAY_INSTANCES), SERVE)["apply"]
     unit = next(f for f in head["files"] if f["path"] == "/etc/systemd/system/ascend-serve-big.service")
     assert unit["values"]["part_of"] == "ascend-ray-big.service"
     assert "/etc/ascend-inference/ray-big.env" in unit["values"]["env_files"]
@@ -462,7 +463,7 @@ def test_the_proxy_of_a_pd_instance_runs_on_its_host_with_the_key_in_a_0600_file
     plan = make_plan(PD, pd_proxy_dir="/opt/vllm-ascend/examples/disaggregated_prefill_v1")
     proxy_host = FakeNode("w", plan, instances=PD)
     proxy_host.variables["ascend_api_key"] = "k3y"
-    result = phase_instances.serve(proxy_host, SERVE)
+    result = per_instance.serve(proxy_host, SERVE)
     state = result["apply"]
     accepted(state)
     unit = units(state)["ascend-pd-chat.service"]
@@ -480,7 +481,7 @@ def test_the_proxy_of_a_pd_instance_runs_on_its_host_with_the_key_in_a_0600_file
     assert kept["/etc/ascend-inference"]["keep"] == ["pd-chat.env"]
     # The pools' own units: chat-prefill on h, chat-decode on w.
     assert "ascend-serve-chat-decode.service" in units(state)
-    head = phase_instances.serve(FakeNode("h", plan, instances=PD), SERVE)["apply"]
+    head = per_instance.serve(FakeNode("h", plan, instances=PD), SERVE)["apply"]
     assert "ascend-serve-chat-prefill.service" in units(head) and "ascend-pd-chat.service" not in units(head)
     assert sweeps(head, proxies=True)["/etc/systemd/system"]["keep"] == []
     assert re.fullmatch(sweeps(head, proxies=True)["/etc/systemd/system"]["pattern"], "ascend-pd-old.service")
@@ -503,23 +504,23 @@ def test_status_shows_the_pools_and_the_proxy_and_names_a_dead_decode():
                                                if "serve" in n or "router" in n or "pd" in n)}
 
     def records():
-        return dict((host, {"status": phase_status.status(Status(host, plan, instances=PD),
-                                                          {"config_dir": "/c", "python_env": "/p"})["record"]})
+        return dict((host, {"status": status.status(Status(host, plan, instances=PD),
+                                                    {"config_dir": "/c", "python_env": "/p"})["record"]})
                     for host in ("h", "w"))
 
     found = records()
     assert sorted(found["w"]["status"]["proxies"]) == ["chat"] and "proxies" not in found["h"]["status"]
-    table = phase_status.report(Status("h", plan, applied=found, instances=PD), {})["show"]
+    table = status.report(Status("h", plan, applied=found, instances=PD), {})["show"]
     assert ("prefill/decode chat: proxy on w (port 8001) active/running, /healthcheck 200; prefill chat-prefill on "
             "h, decode chat-decode on w") in table
     assert "instance chat-decode: vllm-ascend mp: TP 1 x PP 1 x DP 2" in table
     dead.add("ascend-serve-chat-decode.service")
     with pytest.raises(Refused) as refused:
-        phase_status.report(Status("h", plan, applied=records(), instances=PD), {})
+        status.report(Status("h", plan, applied=records(), instances=PD), {})
     assert "- instance chat-decode: w: ascend-serve-chat-decode.service is not active" in str(refused.value)
     dead.add("ascend-pd-chat.service")
     with pytest.raises(Refused) as refused:
-        phase_status.report(Status("h", plan, applied=records(), instances=PD), {})
+        status.report(Status("h", plan, applied=records(), instances=PD), {})
     assert "- the proxy of chat on w is failed/running (journalctl -u ascend-pd-chat.service)" in str(refused.value)
 
 
@@ -564,26 +565,26 @@ def test_a_rolling_restart_rolls_router_servers_and_restarts_pd_pools_together()
 
 
 def test_pd_pools_ping_each_other_from_every_pool_npu():
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_npu_network
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases import npu_network
     plan = make_plan(PD, pd_proxy_dir="/opt/pd")
     # npu_query's records: the IPs hccn_tool gave for each physical ID (prefill h: NPUs 0,1; decode w: NPUs 0,1).
     records = {"h": {"checked": True, "npus": {"0": {"ip": "10.1.0.10"}, "1": {"ip": "10.1.0.11"}}},
                "w": {"checked": True, "npus": {"0": {"ip": "10.1.0.20"}, "1": {"ip": "10.1.0.21"}}}}
-    assert phase_npu_network.pd_ping_targets(plan, records, "h") == [
+    assert npu_network.pd_ping_targets(plan, records, "h") == [
         {"device": 0, "address": "10.1.0.20", "node": "w", "kind": "ping"},
         {"device": 1, "address": "10.1.0.20", "node": "w", "kind": "ping"}]
-    assert phase_npu_network.pd_ping_targets(plan, records, "w") == [
+    assert npu_network.pd_ping_targets(plan, records, "w") == [
         {"device": 0, "address": "10.1.0.10", "node": "h", "kind": "ping"},
         {"device": 1, "address": "10.1.0.10", "node": "h", "kind": "ping"}]
     # A host whose NPUs were not checked is not pinged.
-    assert phase_npu_network.pd_ping_targets(plan, dict(records, w={"checked": False}), "h") == []
+    assert npu_network.pd_ping_targets(plan, dict(records, w={"checked": False}), "h") == []
 
 
 def test_llmdatadist_pools_get_the_rank_table_from_the_npu_ips_read_in_the_play():
     plan = make_plan(PD, pd_proxy_dir="/opt/pd", engine_version="0.11.0")
     queried = {"h": {"npu_query": {"checked": True, "npus": {"0": {"ip": "10.1.0.10"}, "1": {"ip": "10.1.0.11"}}}},
                "w": {"npu_query": {"checked": True, "npus": {"0": {"ip": "10.1.0.20"}, "1": {"ip": "10.1.0.21"}}}}}
-    state = phase_instances.serve(FakeNode("h", plan, applied=queried, instances=PD), SERVE)["apply"]
+    state = per_instance.serve(FakeNode("h", plan, applied=queried, instances=PD), SERVE)["apply"]
     accepted(state)
     files = dict((spec["path"], spec) for spec in state["files"])
     table = json.loads(files["/etc/ascend-inference/ranktable-chat.json"]["content"])
@@ -595,7 +596,7 @@ def test_llmdatadist_pools_get_the_rank_table_from_the_npu_ips_read_in_the_play(
     assert kept["keep"] == ["ranktable-chat.json"] and re.fullmatch(kept["pattern"], "ranktable-old.json")
     # Without the NPU network check's answers in this play (a --tags serve run), nothing is written.
     with pytest.raises(Refused) as refused:
-        phase_instances.serve(FakeNode("h", plan, instances=PD), SERVE)
+        per_instance.serve(FakeNode("h", plan, instances=PD), SERVE)
     assert "instance chat: cannot write LLMDataDist's rank table /etc/ascend-inference/ranktable-chat.json" in str(
         refused.value)
 
@@ -609,7 +610,7 @@ def test_a_dp_group_across_nodes_gets_a_watchdog_on_each_of_its_nodes():
     """chat is mp DP 2 over h and w (vLLM's handshake is at start-up only): the head probes every rank, the headless
     node watches the head; embed, on h alone, gets none."""
     plan = make_plan()
-    head = phase_instances.serve(FakeNode("h", plan), SERVE)["apply"]
+    head = per_instance.serve(FakeNode("h", plan), SERVE)["apply"]
     accepted(head)
     assert units(head)["ascend-watchdog-chat.service"]["state"] == "started"
     assert "ascend-watchdog-embed.service" not in units(head)
@@ -622,21 +623,21 @@ def test_a_dp_group_across_nodes_gets_a_watchdog_on_each_of_its_nodes():
     # The serve release decides whether a probe can name its rank (vLLM 0.23's X-data-parallel-rank).
     assert config["rank_header"] == (releases.version_key(cluster["vllm_version"]) >= (0, 23))
     # The program and the configuration are kept by the sweep; the unit restarts when either changes.
-    watch = sweeps_of(head, phase_instances.WATCHDOG_FILES.pattern)
+    watch = sweeps_of(head, per_instance.WATCHDOG_FILES.pattern)
     assert watch["keep"] == ["serve-watchdog.py", "watchdog-chat.json"]
     assert units(head)["ascend-watchdog-chat.service"]["restart_on"][1:] == [
         "/etc/ascend-inference/watchdog-chat.json", "/etc/ascend-inference/serve-watchdog.py"]
-    worker = phase_instances.serve(FakeNode("w", plan), SERVE)["apply"]
+    worker = per_instance.serve(FakeNode("w", plan), SERVE)["apply"]
     assert watchdog_config(worker)["role"] == "worker"
     # Turned off, or a group on one node: no watchdog, and the sweep removes one an earlier run left.
-    off = phase_instances.serve(FakeNode("w", plan), dict(SERVE, watchdog_enabled=False))["apply"]
+    off = per_instance.serve(FakeNode("w", plan), dict(SERVE, watchdog_enabled=False))["apply"]
     assert "ascend-watchdog-chat.service" not in units(off)
-    assert sweeps_of(off, phase_instances.WATCHDOG_UNIT.pattern)["keep"] == []
+    assert sweeps_of(off, per_instance.WATCHDOG_UNIT.pattern)["keep"] == []
 
 
 def test_a_watchdog_setting_below_1_is_refused_naming_it():
     with pytest.raises(Refused) as refused:
-        phase_instances.serve(FakeNode("h", make_plan()), dict(SERVE, watchdog_failures=0))
+        per_instance.serve(FakeNode("h", make_plan()), dict(SERVE, watchdog_failures=0))
     assert "h: serve_watchdog_failures must be at least 1, not 0" in str(refused.value)
 
 
@@ -650,20 +651,20 @@ def test_status_names_unanswered_ranks_and_engines_started_after_the_head():
     found = {"h": {"watchdog": {"role": "head", "checked": 1000.0, "healthy_since": 900.0, "unanswered": [],
                                 "restarts": 0}},
              "w": {"watchdog": {"role": "worker", "serve_started": 850.0}}}
-    lines, problems = phase_status.watchdog_report(plan, found)
+    lines, problems = status.watchdog_report(plan, found)
     assert problems == [] and "every DP rank answered, 0 restart(s) of ascend-serve-chat.service" in lines[0]
     # w restarted after the head's start-up: the head does not hold its engines, and rank 1 stops answering.
     found["w"]["watchdog"]["serve_started"] = 950.0
     found["h"]["watchdog"]["unanswered"] = [1]
-    lines, problems = phase_status.watchdog_report(plan, found)
+    lines, problems = status.watchdog_report(plan, found)
     assert "DP ranks [1] unanswered" in lines[0]
     assert problems[0].startswith("- DP rank(s) 1 (on w) gave no answer to the watchdog's 1-token completion")
     assert problems[0].endswith("the head's watchdog restarts ascend-serve-chat.service on h if they keep failing")
     assert problems[1].startswith("- the engines on w started at ") and "after the head's front-end on h" in problems[1]
     found["h"]["watchdog"]["gave_up"] = True
-    assert "it gave up restarting ascend-serve-chat.service on h" in phase_status.watchdog_report(plan, found)[1][0]
+    assert "it gave up restarting ascend-serve-chat.service on h" in status.watchdog_report(plan, found)[1][0]
     # No watchdog state (off, or not run yet): nothing said.
-    assert phase_status.watchdog_report(plan, {"h": {}, "w": {}}) == ([], [])
+    assert status.watchdog_report(plan, {"h": {}, "w": {}}) == ([], [])
 
 
 def serve_steps(*units_started):
@@ -689,8 +690,8 @@ def test_a_ray_instance_across_nodes_is_watched_from_its_head_only():
     """Under Ray, serve runs on the head only; vLLM 0.11 never notices a lost Ray worker, so the head probes."""
     instances = {"big": {"hosts": ["h", "w"], "npus_per_host": 2, "tensor_parallel_size": 4, "launcher": "ray"}}
     plan = make_plan(instances)
-    head = phase_instances.serve(FakeNode("h", plan, instances=instances), SERVE)["apply"]
+    head = per_instance.serve(FakeNode("h", plan, instances=instances), SERVE)["apply"]
     config = json.loads(next(f for f in head["files"] if f["path"].endswith("/watchdog-big.json"))["content"])
     assert config["role"] == "head" and config["ranks"] == [0] and config["rank_nodes"] == {"0": "placed by Ray"}
-    worker = phase_instances.serve(FakeNode("w", plan, instances=instances), SERVE)["apply"]
+    worker = per_instance.serve(FakeNode("w", plan, instances=instances), SERVE)["apply"]
     assert "ascend-watchdog-big.service" not in units(worker)

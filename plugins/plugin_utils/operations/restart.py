@@ -10,10 +10,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, phase_ray
-from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
-from ansible_collections.ascend.inference.plugins.module_utils import phase
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import per_instance, ray as phase_ray
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import phase
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # instances: serve_restart_instances, a list or "a,b" as -e gives it.
 SERVE_SETTINGS = {"instances": "raw"}
@@ -21,13 +21,13 @@ SERVE_SETTINGS = {"instances": "raw"}
 
 def _restart(node, name, wait=None):
     plan = node.plan
-    if runtime.mode(plan) == "host":
+    if backends.mode(plan) == "host":
         # Started without being enabled (enabled false leaves a started unit's boot setting as it is): a unit
         # teardown.yml disabled stays disabled.
         return {"units": [{"name": plan["cluster"]["units"][name], "state": "started", "restart": True,
                            "enabled": False, "wait_for": wait}]}
     program = (node.applied("image") or {}).get("program")
-    command = runtime.restart_in_container(plan, {"program": program}, name, always=True)
+    command = backends.restart_in_container(plan, {"program": program}, name, always=True)
     command["wait_for"] = wait
     return {"units": [{"name": plan["cluster"]["runtime"]["unit"], "state": "started", "enabled": False}],
             "commands": [command]}
@@ -36,8 +36,8 @@ def _restart(node, name, wait=None):
 def ray(node, settings):
     """settings: barrier_timeout (how long a worker waits for the head's port). With several instances, the Ray
     cluster of the node's instance on the Ray launcher, if one runs here."""
-    if phase_instances.is_fleet(node.plan):
-        node = phase_instances.ray_view(node)
+    if per_instance.is_fleet(node.plan):
+        node = per_instance.ray_view(node)
         if node is None:
             return {"apply": None, "record": {"restarted": False}}
     head = node.plan["cluster"]["head"]
@@ -57,7 +57,7 @@ def rolling(node, settings):
     named, else all, in name order), registered for restart.yml's loop; refused as the restart would be. The pools
     of a prefill/decode instance are no router server (its proxy is): they restart together (``together``)."""
     chosen = _chosen(node, settings)
-    if not phase_instances.is_fleet(node.plan) or not node.plan.get("router"):
+    if not per_instance.is_fleet(node.plan) or not node.plan.get("router"):
         return {"apply": None, "record": None, "result": {"rolling": [], "together": []}}
     names = node.plan["cluster"]["instance_names"]
     unknown = sorted(set(chosen or []) - set(names))
@@ -72,19 +72,19 @@ def rolling(node, settings):
 def serve(node, settings):
     """settings: instances (the names of those to restart, from ascend_instances; empty: all)."""
     chosen = _chosen(node, settings)
-    if chosen and not phase_instances.is_fleet(node.plan):
+    if chosen and not per_instance.is_fleet(node.plan):
         raise Refused("serve_restart_instances names %s, but ascend_instances is not set: restart.yml restarts the "
                       "one model's serve" % ", ".join(chosen))
-    if phase_instances.is_fleet(node.plan):
+    if per_instance.is_fleet(node.plan):
         unknown = sorted(set(chosen or []) - set(node.plan["cluster"]["instance_names"]))
         if unknown:
             raise Refused("no instance %s in ascend_instances (it has %s)" % (
                 ", ".join(unknown), ", ".join(node.plan["cluster"]["instance_names"])))
         state, restarted = {}, []
-        for name, view in phase_instances.views(node):
+        for name, view in per_instance.views(node):
             mine = view.plan["nodes"].get(node.host)
             if mine and mine["serve_argv"] is not None and (chosen is None or name in chosen):
-                runtime.merge(state, _restart(view, "serve"))
+                backends.merge(state, _restart(view, "serve"))
                 restarted.append(name)
         return {"apply": state if restarted else None, "record": {"restarted": bool(restarted), "instances": restarted}}
     if node.plan["nodes"][node.host]["serve_argv"] is None:
@@ -97,19 +97,19 @@ def serve_group(node, settings):
     some of its nodes only, the others restart too. vLLM takes a node into the group at start-up only: a node
     restarted alone is never taken back by the running head, and a restarted head waits for nodes whose engines
     still wait for the old one."""
-    views = phase_instances.views(node) if phase_instances.is_fleet(node.plan) else [(None, node)]
+    views = per_instance.views(node) if per_instance.is_fleet(node.plan) else [(None, node)]
     state, restarted = {}, []
     for name, view in views:
         plan = view.plan
         cluster = plan["cluster"]
         mine = plan["nodes"].get(node.host)
-        if (runtime.mode(plan) != "host" or cluster["launcher"] != "mp" or cluster["dp_rpc_port"] is None
+        if (backends.mode(plan) != "host" or cluster["launcher"] != "mp" or cluster["dp_rpc_port"] is None
                 or not mine or mine["serve_argv"] is None):
             continue
         unit = cluster["units"]["serve"]
         started = dict((host, phase.stepped(node.applied("serve", host=host) or {}, unit, ("start", "restart")))
                        for host, entry in plan["nodes"].items() if entry["serve_argv"] is not None)
         if any(started.values()) and not started[node.host]:
-            runtime.merge(state, _restart(view, "serve"))
+            backends.merge(state, _restart(view, "serve"))
             restarted.append(name or unit)
     return {"apply": state if restarted else None, "record": {"restarted": restarted}}

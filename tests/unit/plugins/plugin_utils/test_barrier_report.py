@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.plugin_utils import progress
 
 PLAN = {
     "cluster": {"node_order": ["head", "w1", "w2", "w3", "w4"]},

@@ -11,10 +11,10 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
           "ansible-vault or -e @secrets.yml); clients then send \"Authorization: Bearer <key>\".")
@@ -48,8 +48,8 @@ def program(node, settings):
 def environment(plan, settings, api_key):
     """serve.env: the engine's PATH (host mode) and the API key."""
     variables = {}
-    if runtime.mode(plan) == "host":
-        variables["PATH"] = "%s/bin:%s" % (settings["python_env"], runtime.PATH)
+    if backends.mode(plan) == "host":
+        variables["PATH"] = "%s/bin:%s" % (settings["python_env"], backends.PATH)
     if api_key:
         variables["VLLM_API_KEY"] = api_key
     try:
@@ -61,13 +61,13 @@ def environment(plan, settings, api_key):
 def absent(node, settings):
     """A node that served under an earlier plan (mp before Ray, say) keeps nothing of serve."""
     plan = node.plan
-    if runtime.mode(plan) == "host":
-        return runtime.merge(runtime.host_unit_absent(plan, "serve", [env_path(plan, settings)]),
-                             runtime.container_leftovers(plan))
-    spec = runtime.spec_path(plan, "serve")
+    if backends.mode(plan) == "host":
+        return backends.merge(backends.host_unit_absent(plan, "serve", [env_path(plan, settings)]),
+                              backends.container_leftovers(plan))
+    spec = backends.spec_path(plan, "serve")
     return {"absent": [spec, env_path(plan, settings)],
             "units": [{"name": plan["cluster"]["runtime"]["unit"], "reload_on": [spec],
-                       "retries": runtime.CONTAINER_RETRIES}]}
+                       "retries": backends.CONTAINER_RETRIES}]}
 
 
 def desired(node, settings):
@@ -86,27 +86,27 @@ def desired(node, settings):
     state = {"directories": [{"path": settings["config_dir"]}], "files": [{"path": serve_env, "mode": "0600"}],
              "secrets": {serve_env: {"template": "serve/serve.env.j2",
                                      "values": {"environment": environment(plan, settings, api_key)}}}}
-    if runtime.mode(plan) == "container":
-        image = runtime.image_of(node)
-        runtime.config_problems(plan, host, {"serve_config_dir": settings["config_dir"],
-                                             "node_env_secrets_file": settings["secrets_file"].rsplit("/", 1)[0]})
+    if backends.mode(plan) == "container":
+        image = backends.image_of(node)
+        backends.config_problems(plan, host, {"serve_config_dir": settings["config_dir"],
+                                              "node_env_secrets_file": settings["secrets_file"].rsplit("/", 1)[0]})
         env_files = [settings["secrets_file"]] + ([settings["ray_env_file"]] if ray else []) + [serve_env]
-        spec = runtime.process(plan, host, "serve", plan_node["serve_argv"], env_files, image, settings["restart_sec"],
-                               after=["ray"] if ray else [])
-        runtime.merge(state, runtime.host_leftovers(plan))
-        runtime.merge(state, runtime.engine(node, image))
+        spec = backends.process(plan, host, "serve", plan_node["serve_argv"], env_files, image, settings["restart_sec"],
+                                after=["ray"] if ray else [])
+        backends.merge(state, backends.host_leftovers(plan))
+        backends.merge(state, backends.engine(node, image))
         state["files"].append(spec)
         state["units"][-1]["reload_on"] = [spec["path"], serve_env]
         return {"apply": state, "warnings": warnings, "record": {"serves": True}}
-    unit = runtime.unit_path(plan, "serve")
+    unit = backends.unit_path(plan, "serve")
     state["files"].append({"path": unit, "mode": "0644", "template": "serve/ascend-serve.service.j2",
                            "values": unit_values(node, settings, program(node, settings), serve_env)})
-    runtime.merge(state, runtime.container_leftovers(plan))
+    backends.merge(state, backends.container_leftovers(plan))
     # Under Ray, a restart of Ray restarts the engine with it (PartOf=): nothing more to do here for that.
     state["units"].append({"name": cluster["units"]["serve"], "file": unit, "state": "started",
                            "restart_on": [unit, serve_env]})
-    state["account"] = runtime.account(plan, service_account.COMMENT)
-    runtime.merge(state, watchdog(node, settings, serve_env))
+    state["account"] = backends.account(plan, service_account.COMMENT)
+    backends.merge(state, watchdog(node, settings, serve_env))
     # Ray's unit is written first by deploy.yml; a --tags serve run finds it as it is. A check run rewrote nothing.
     if ray and not node.check_mode:
         state["peers"] = [{"unit": cluster["units"]["ray"], "user": cluster["service"]["user"]}]
@@ -126,8 +126,8 @@ def unit_values(node, settings, serve_program, serve_env):
         "engine": cluster["engine"], "role": plan_node["role"], "firewall": units["firewall"],
         "after": units["ray"] if ray else None, "part_of": units["ray"] if ray else None,
         "joins": units["ray"] if ray and cluster["service"]["confined"] else None,
-        "env_files": env_files, "service_lines": runtime.service_lines(plan, plan_node),
-        "exec_start": runtime.command_line([serve_program] + plan_node["serve_argv"][1:]),
+        "env_files": env_files, "service_lines": backends.service_lines(plan, plan_node),
+        "exec_start": backends.command_line([serve_program] + plan_node["serve_argv"][1:]),
         "restart_sec": settings["restart_sec"],
     }
 
@@ -192,10 +192,10 @@ def watchdog(node, settings, serve_env):
     directory = settings["config_dir"].rstrip("/")
     program = "%s/%s" % (directory, WATCHDOG_PROGRAM)
     config_path = "%s/%s.json" % (directory, cluster["units"]["watchdog"][len("ascend-"):-len(".service")])
-    unit = runtime.unit_path(plan, "watchdog")
+    unit = backends.unit_path(plan, "watchdog")
     values = {"serve_unit": cluster["units"]["serve"], "env_file": serve_env,
-              "exec_start": runtime.command_line(["/usr/bin/python3", program, config_path]),
-              "remove_state": runtime.command_line(["/bin/rm", "-f", config["state_file"]])}
+              "exec_start": backends.command_line(["/usr/bin/python3", program, config_path]),
+              "remove_state": backends.command_line(["/bin/rm", "-f", config["state_file"]])}
     return {"files": [{"path": program, "mode": "0644", "source": "serve/" + WATCHDOG_PROGRAM},
                       {"path": config_path, "mode": "0644", "content": json.dumps(config, indent=2, sort_keys=True) + "\n"},
                       {"path": unit, "mode": "0644", "template": "serve/ascend-watchdog.service.j2", "values": values}],

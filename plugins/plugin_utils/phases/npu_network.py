@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 SKIPPED = ("ascend_skip_npu_network_check is true: the NPU links, health and cross-node NPU pings of %s are NOT "
            "verified.")
@@ -58,21 +58,6 @@ def query(node, settings):
                       % (",".join(str(d) for d in devices), len(found["failures"]))]}
 
 
-def ping_targets(records, me, device, kind="ping"):
-    """One address of every other checked host, pinged from this host's DEVICE: its first NPU IP (kind ping) or its
-    first die's vNIC address (kind hccs_ping, Atlas A3). RECORDS: {host: its npu_query record}."""
-    key = "ip" if kind == "ping" else hccn.VNIC
-    targets = []
-    for host in sorted(records):
-        if host == me or not (records[host] or {}).get("checked"):
-            continue
-        npus = records[host].get("npus") or {}
-        addresses = [npus[d][key] for d in sorted(npus, key=int) if npus[d].get(key)]
-        if addresses:
-            targets.append({"device": int(device), "address": addresses[0], "node": host, "kind": kind})
-    return targets
-
-
 def pd_ping_targets(plan, records, me):
     """Prefill and decode pools (the plan's ``pd``): the KV cache moves NPU to NPU between them, so every NPU of a
     pool on this host pings the first pool NPU of each host of the other pool (prefill to decode and back)."""
@@ -100,8 +85,8 @@ def ping(node, settings):
         return {"apply": None, "record": {"failures": []}}
     records = dict((host, node.applied("npu_query", host=host)) for host in node.play_hosts())
     first = node.plan["nodes"][node.host]["physical_devices"][0]
-    targets = ping_targets(records, node.host, first) + (
-        ping_targets(records, node.host, first, "hccs_ping") if _a3(node) else [])
+    targets = hccn.ping_targets(records, node.host, first) + (
+        hccn.ping_targets(records, node.host, first, "hccs_ping") if _a3(node) else [])
     for target in pd_ping_targets(node.plan, records, node.host):
         if target not in targets:
             targets.append(target)

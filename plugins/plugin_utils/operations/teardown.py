@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner, router
-from ansible_collections.ascend.inference.plugins.module_utils import phase_hostnames, phase_instances
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import hostnames, per_instance
 
 # Start order: node_apply stops them in reverse.
 ORDER = ("firewall", "ray", "engine", "serve", "watchdog")
@@ -25,9 +25,9 @@ def desired(node, settings):
     # Several instances: each one's units as the node has them, Ray's after the single model's, serve's last (stopped
     # first).
     # The prefill/decode proxies (ascend-pd-NAME) stop before the pools.
-    for pattern, single in ((phase_instances.RAY_UNIT, "ray"), (phase_instances.SERVE_UNIT, "serve"),
-                            (phase_instances.WATCHDOG_UNIT, "watchdog"), (phase_instances.PD_UNIT, None)):
-        found = [name for name in phase_instances.listed(node, planner.UNIT_DIR, pattern)
+    for pattern, single in ((per_instance.RAY_UNIT, "ray"), (per_instance.SERVE_UNIT, "serve"),
+                            (per_instance.WATCHDOG_UNIT, "watchdog"), (per_instance.PD_UNIT, None)):
+        found = [name for name in per_instance.listed(node, planner.UNIT_DIR, pattern)
                  if single is None or name != planner.UNITS[single]]
         units += [{"name": name, "state": "stopped", "enabled": False} for name in found]
     # The router in front of them stops first: no request reaches an engine that is going.
@@ -51,6 +51,6 @@ def removed(node, settings):
         absent.append(path)
     absent += [settings["config_dir"], settings["exporter_program"]]
     # The cluster's names in its own /etc/hosts go too (the hostnames phase's block).
-    blocks = [{"path": "/etc/hosts", "marker": phase_hostnames.MARKER, "block": None}]
+    blocks = [{"path": "/etc/hosts", "marker": hostnames.MARKER, "block": None}]
     return {"apply": {"units": units, "absent": absent, "blocks": blocks, "leftovers": stopped["leftovers"]},
             "record": {"removed": True}}

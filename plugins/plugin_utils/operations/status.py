@@ -16,10 +16,10 @@ import json
 import time
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
-from ansible_collections.ascend.inference.plugins.module_utils import phase_instances, phase_ray, phase_serve
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import per_instance, ray as phase_ray, serve
 from ansible_collections.ascend.inference.plugins.module_utils.engines import metrics as engine_metrics
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring as monitoring_plan, reports
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 SETTINGS = {"config_dir": "str", "python_env": "str"}
 
@@ -29,8 +29,8 @@ SHOWN = "--property=Id,LoadState,ActiveState,SubState,NRestarts,ActiveEnterTimes
 def status(node, settings):
     """settings: config_dir, python_env (where the ray phase put the probe, and Ray's Python). With several
     instances, each one's record on this node under ``instances``."""
-    if phase_instances.is_fleet(node.plan):
-        found = dict((name, status(view, settings)["record"]) for name, view in phase_instances.views(node)
+    if per_instance.is_fleet(node.plan):
+        found = dict((name, status(view, settings)["record"]) for name, view in per_instance.views(node)
                      if node.host in view.plan["nodes"])
         record = {"instances": found}
         router = node.plan.get("router")
@@ -54,9 +54,9 @@ def status(node, settings):
         units.update(container.process_units(told.get("stdout") or "", units.get(cluster["units"]["engine"], {}),
                                              cluster["units"]))
     record = {"units": units}
-    if phase_serve.watched(cluster) and mine["serve_argv"]:
+    if serve.watched(cluster) and mine["serve_argv"]:
         # What the serve watchdog saw last (none when it is off or has not run yet).
-        seen = node.run("ansible.builtin.command", {"argv": ["cat", phase_serve.watchdog_state_file(plan)]})
+        seen = node.run("ansible.builtin.command", {"argv": ["cat", serve.watchdog_state_file(plan)]})
         try:
             record["watchdog"] = json.loads(seen.get("stdout") or "null") if seen.get("rc") == 0 else None
         except ValueError:
@@ -156,7 +156,7 @@ def watchdog_report(plan, found):
     was up (vLLM's handshake is at start-up only: such engines are not part of the group)."""
     head = plan["cluster"]["head"]
     seen = (found.get(head) or {}).get("watchdog")
-    if not phase_serve.watched(plan["cluster"]) or not seen:
+    if not serve.watched(plan["cluster"]) or not seen:
         return [], []
     lines, problems = [], []
     when = time.strftime("%H:%M:%S", time.localtime(seen.get("checked") or 0))
@@ -245,9 +245,9 @@ def report(node, settings):
     plan = node.plan
     hosts = node.play_hosts()
     recent, address = prometheus_ttft(node, plan)
-    if phase_instances.is_fleet(plan):
+    if per_instance.is_fleet(plan):
         tables, problems, loads = [], [], []
-        for name, view in phase_instances.views(node):
+        for name, view in per_instance.views(node):
             found = dict((host, ((node.applied("status", host=host) or {}).get("instances") or {}).get(name) or {})
                          for host in set(hosts) | set(view.plan["cluster"]["node_order"]))
             tables.append("instance %s: %s" % (name, reports.status_table(view.plan, hosts, found)))

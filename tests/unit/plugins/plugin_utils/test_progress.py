@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils import progress
+from ansible_collections.ascend.inference.plugins.plugin_utils import progress
 
 PLAN = {
     "cluster": {"node_order": ["node1", "node2"]},

@@ -12,11 +12,12 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
-from ansible_collections.ascend.inference.plugins.module_utils import (
-    phase_firewall, phase_hostnames, phase_node_env, phase_npu_network, phase_ray, phase_restart, phase_runtime,
-    phase_serve, phase_teardown)
+from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
+    firewall as phase_firewall, hostnames, node_env, npu_network, ray as phase_ray, backends, serve as phase_serve)
+from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart, teardown
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
 
@@ -37,7 +38,7 @@ def make_plan(**settings):
 
 
 class FakeNode(object):
-    """The controller's view of one host (plugins/plugin_utils/phase_node.py), from plain data: VARS by host,
+    """The controller's view of one host (plugins/plugin_utils/phases/node.py), from plain data: VARS by host,
     APPLIED by host and phase, RUN answers by module name."""
 
     def __init__(self, host, plan, variables=None, applied=None, run=None, check_mode=False):
@@ -294,11 +295,11 @@ def test_host_names_are_checked_across_the_cluster():
     plan = make_plan()
     same = {"h": {"ascend_hostname": "node"}, "w": {"ascend_hostname": "node"}}
     with pytest.raises(Refused) as refused:
-        phase_hostnames.desired(FakeNode("h", plan, variables=same), {"strategy": "file", "manage_etc_hosts": True})
+        hostnames.desired(FakeNode("h", plan, variables=same), {"strategy": "file", "manage_etc_hosts": True})
     assert "ascend_hostname 'node' is given to several hosts: h, w" in str(refused.value)
     variables = {"h": {"ascend_node_ip": "192.0.2.11"}, "w": {"ascend_node_ip": "192.0.2.12"}}
-    state = phase_hostnames.desired(FakeNode("w", plan, variables=variables),
-                                    {"strategy": "file", "manage_etc_hosts": True})["apply"]
+    state = hostnames.desired(FakeNode("w", plan, variables=variables),
+                              {"strategy": "file", "manage_etc_hosts": True})["apply"]
     assert state["hostname"] == {"name": "w", "strategy": "file"}
     assert state["files"] == [{"path": "/etc/hostname", "content": "w\n", "mode": "0644", "mount_point": True}]
     assert state["blocks"][0]["block"] == "192.0.2.11      h\n192.0.2.12      w"
@@ -312,7 +313,7 @@ def test_the_node_environment_reads_cann_once_and_restarts_what_loads_it():
     probed = {"h": {"preflight": {"cann": {"set_env": "/c/set_env.sh"},
                                   "cann_env": {"set_env": "/c/set_env.sh", "rc": 0, "variables": {"PYTHONPATH": "/c"}}}}}
     node = FakeNode("h", plan, variables={"h": {"ascend_extra_env": {"HF_TOKEN": "hf_x"}}}, applied=probed)
-    state = phase_node_env.desired(node, settings)["apply"]
+    state = node_env.desired(node, settings)["apply"]
     assert node.ran == []
     environment = state["files"][0]["values"]["environment"]
     assert 'PYTHONPATH="/pyacl:/c"' in environment and "hf_x" not in environment
@@ -320,7 +321,7 @@ def test_the_node_environment_reads_cann_once_and_restarts_what_loads_it():
     assert state["units"][0] == {"name": "ascend-ray.service", "try_restart_on": ["/etc/a/node.env", "/etc/a/secrets.env"]}
     other = FakeNode("h", plan, applied=probed,
                      run={"ansible.builtin.command": {"rc": 0, "stdout": "ASCEND_X=1\x00PWD=/\x00"}})
-    phase_node_env.desired(other, dict(settings, cann_set_env="/other/set_env.sh"))
+    node_env.desired(other, dict(settings, cann_set_env="/other/set_env.sh"))
     assert other.ran[0][1]["argv"][-1] == "/other/set_env.sh"
 
 
@@ -332,8 +333,8 @@ def test_a_workers_ray_restarts_after_its_heads_not_with_it():
                 "services": ["ascend-ray.service", "ascend-serve.service"], "pyacl_site_packages": None}
     found = {"preflight": {"cann_env": {"set_env": "/c/set_env.sh", "rc": 0, "variables": {}},
                            "cann": {"set_env": "/c/set_env.sh"}}}
-    head = phase_node_env.desired(FakeNode("h", plan, applied={"h": found}), settings)
-    worker = phase_node_env.desired(FakeNode("w", plan, applied={"w": found}), settings)
+    head = node_env.desired(FakeNode("h", plan, applied={"h": found}), settings)
+    worker = node_env.desired(FakeNode("w", plan, applied={"w": found}), settings)
     assert [u["name"] for u in head["apply"]["units"]] == ["ascend-ray.service", "ascend-serve.service"]
     assert [u["name"] for u in worker["apply"]["units"]] == ["ascend-serve.service"]
     assert "after" not in head
@@ -342,28 +343,28 @@ def test_a_workers_ray_restarts_after_its_heads_not_with_it():
 
     def second(head_steps, due):
         records = {"h": {"node_env": {"steps": head_steps}}, "w": {"node_env": {"ray_due": due}}}
-        return phase_node_env.ray_workers(FakeNode("w", plan, applied=records), settings)["apply"]
+        return node_env.ray_workers(FakeNode("w", plan, applied=records), settings)["apply"]
 
     restarted = [{"unit": "ascend-ray.service", "action": "try-restart", "at": 1.0}]
     # The head's Ray restarted: the worker's follows once the head's port answers, changed or not.
     assert second(restarted, False)["units"] == [{"name": "ascend-ray.service", "restart": True, "wait_for": {
-        "host": "192.0.2.11", "port": plan["cluster"]["ray_port"], "timeout": phase_node_env.HEAD_WAIT}}]
+        "host": "192.0.2.11", "port": plan["cluster"]["ray_port"], "timeout": node_env.HEAD_WAIT}}]
     # Only the worker's environment changed: it restarts, with no head to wait for.
     assert second([], True)["units"] == [{"name": "ascend-ray.service", "restart": True, "wait_for": None}]
     assert second([{"unit": "ascend-serve.service", "action": "try-restart", "at": 1.0}], False) is None
-    assert phase_node_env.ray_workers(FakeNode("h", plan, applied={}), settings)["apply"] is None
+    assert node_env.ray_workers(FakeNode("h", plan, applied={}), settings)["apply"] is None
     accepted(second(restarted, True))
     # Under the mp launcher, or where the services leave Ray out, the first step restarts what it names.
     mp = make_plan(launcher="mp", tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=4)
-    assert phase_node_env.ray_worker_unit(FakeNode("w", mp), settings["services"]) is None
-    assert phase_node_env.ray_worker_unit(FakeNode("w", plan), ["ascend-serve.service"]) is None
+    assert node_env.ray_worker_unit(FakeNode("w", mp), settings["services"]) is None
+    assert node_env.ray_worker_unit(FakeNode("w", plan), ["ascend-serve.service"]) is None
 
 
 def test_a_node_whose_nic_is_unknown_is_refused():
     plan = make_plan()
     plan["nodes"]["h"]["unresolved_env"] = ["HCCL_SOCKET_IFNAME"]
     with pytest.raises(Refused) as refused:
-        phase_node_env.desired(FakeNode("h", plan), {})
+        node_env.desired(FakeNode("h", plan), {})
     assert "HCCL_SOCKET_IFNAME on host h need the NIC that carries 192.0.2.11" in str(refused.value)
 
 
@@ -376,7 +377,7 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
                                                  {"path": "/etc/systemd/system/ascend-pd-ds.service"},
                                                  {"path": "/etc/systemd/system/ascend-watchdog-chat.service"},
                                                  {"path": "/etc/systemd/system/ascend-ray.service"}]}}
-    state = phase_teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
+    state = teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
     # A prefill/decode proxy stops before the pools it joins, the router before everything.
     # The NPU exporter stops after the engines, before the firewall. A serve watchdog stops before its serve.
     assert [u["name"] for u in state["units"]] == [planner.UNITS["firewall"], "ascend-npu-exporter.service"] + [
@@ -390,8 +391,8 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
 
 def test_a_node_taken_out_loses_every_unit_and_the_collections_files():
     listed = {"ansible.builtin.find": {"files": [{"path": "/etc/systemd/system/ascend-serve-chat.service"}]}}
-    state = phase_teardown.removed(FakeNode("h", make_plan(), run=listed),
-                                   {"config_dir": "/etc/x", "exporter_program": "/usr/local/bin/e"})["apply"]
+    state = teardown.removed(FakeNode("h", make_plan(), run=listed),
+                             {"config_dir": "/etc/x", "exporter_program": "/usr/local/bin/e"})["apply"]
     names = [u["name"] for u in state["units"]]
     assert "ascend-serve-chat.service" in names and "ascend-npu-exporter.service" in names
     assert all(u["state"] == "absent" and u["file"] == "/etc/systemd/system/" + u["name"] for u in state["units"])
@@ -399,16 +400,16 @@ def test_a_node_taken_out_loses_every_unit_and_the_collections_files():
     assert state["absent"] == [u["file"] for u in state["units"]] + ["/etc/x", "/usr/local/bin/e"]
     assert state["leftovers"]["pattern"].startswith("raylet|")
     # And the hostnames phase's block of the cluster's names in its /etc/hosts.
-    assert state["blocks"] == [{"path": "/etc/hosts", "marker": phase_hostnames.MARKER, "block": None}]
+    assert state["blocks"] == [{"path": "/etc/hosts", "marker": hostnames.MARKER, "block": None}]
 
 
 def test_merge_appends_and_keeps_one_of_each():
-    state = phase_runtime.merge({"absent": ["/a"], "units": [{"name": "x"}]},
-                                {"absent": ["/a", "/b"], "units": [{"name": "y"}], "commands": []})
+    state = backends.merge({"absent": ["/a"], "units": [{"name": "x"}]},
+                           {"absent": ["/a", "/b"], "units": [{"name": "y"}], "commands": []})
     assert state == {"absent": ["/a", "/b"], "units": [{"name": "x"}, {"name": "y"}], "commands": []}
     # A directory given by both: once, as the state gave it.
     part = {"directories": [{"path": "/etc/a", "mode": "0755"}, {"path": "/etc/b"}]}
-    state = phase_runtime.merge({"directories": [{"path": "/etc/a"}]}, part)
+    state = backends.merge({"directories": [{"path": "/etc/a"}]}, part)
     assert state["directories"] == [{"path": "/etc/a"}, {"path": "/etc/b"}]
 
 
@@ -424,11 +425,11 @@ QUERIED = {
 
 
 def test_one_address_of_every_other_node_from_my_first_device():
-    assert phase_npu_network.ping_targets(QUERIED, "a", 0) == [
+    assert hccn.ping_targets(QUERIED, "a", 0) == [
         {"device": 0, "address": "10.107.0.2", "node": "b", "kind": "ping"}]
-    assert phase_npu_network.ping_targets(QUERIED, "b", "6") == [
+    assert hccn.ping_targets(QUERIED, "b", "6") == [
         {"device": 6, "address": "10.100.0.1", "node": "a", "kind": "ping"}]
-    assert phase_npu_network.ping_targets(QUERIED, "a", 0, "hccs_ping") == [
+    assert hccn.ping_targets(QUERIED, "a", 0, "hccs_ping") == [
         {"device": 0, "address": "192.2.3.199", "node": "b", "kind": "hccs_ping"}]
 
 
@@ -436,13 +437,13 @@ def test_the_report_has_every_host_failure_and_the_tls_judgement():
     pinged = {"failures": [{"device": 0, "check": "ping 10.107.0.2 (b)", "expected": "no packet loss",
                             "found": "3 packets transmitted, 0 received, 100.00% packet loss"}]}
     records = dict((host, (QUERIED[host], pinged if host == "a" else None)) for host in QUERIED)
-    lines = phase_npu_network.report_table(records).splitlines()
+    lines = npu_network.report_table(records).splitlines()
     assert lines[0] == "NPU network check failed (2 failure(s)); fix them before starting Ray or serve:"
     assert lines[2].split()[:3] == ["a", "0", "ping"]
     assert lines[3].split()[:3] == ["b", "7", "tls"] and lines[3].endswith("tls switch[1]")
     healthy = {"a": ({"checked": True, "npus": {"0": {"tls": "0"}}}, None),
                "b": ({"checked": True, "npus": {"0": {"tls": "0"}}}, None)}
-    assert phase_npu_network.report_table(healthy) == ""
+    assert npu_network.report_table(healthy) == ""
 
 
 def test_the_token_read_tells_a_held_token_from_a_drawn_one():
@@ -455,16 +456,16 @@ def test_the_token_read_tells_a_held_token_from_a_drawn_one():
 
 
 def test_the_model_roles_decisions_refuse_and_schedule():
-    from ansible_collections.ascend.inference.plugins.module_utils import phase_cann, phase_model
+    from ansible_collections.ascend.inference.plugins.plugin_utils.phases import cann, model
     plan = make_plan()
     with pytest.raises(Refused) as refused:
-        phase_model.settings(FakeNode("h", plan), {"source": "controller", "src": "", "hub_repo": ""})
+        model.settings(FakeNode("h", plan), {"source": "controller", "src": "", "hub_repo": ""})
     assert "model_source controller needs model_src" in str(refused.value)
-    assert phase_model.settings(FakeNode("h", plan), {"source": "controller", "src": "/m", "hub_repo": ""}) == {
+    assert model.settings(FakeNode("h", plan), {"source": "controller", "src": "/m", "hub_repo": ""}) == {
         "apply": None, "record": None}
     # Each node's check as the role registered it: the head holds the model, the worker does not.
     checks = {"h": {"model_node": {"complete": True, "extra": []}}, "w": {"model_node": {"complete": False, "extra": []}}}
-    done = phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
+    done = model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
     assert done["record"] is None and [t["host"] for t in done["result"]["transfers"]] == ["w"]
     assert done["result"]["transfers"][0]["seeder"] == "h"
     # The swarm's tracker is on the run's first host, in Ansible's first batch of forks whatever the node count
@@ -472,28 +473,28 @@ def test_the_model_roles_decisions_refuse_and_schedule():
     assert done["result"]["tracker"] == "h"
     later = FakeNode("h", plan, variables=checks)
     later.play_hosts = lambda: ["w", "h"]
-    assert phase_model.schedule(later, {"source": "head", "fanout": True})["result"]["tracker"] == "w"
+    assert model.schedule(later, {"source": "head", "fanout": True})["result"]["tracker"] == "w"
     # From the controller, the controller's aria2's task serves it: no node's join does.
     checks["h"]["model_node"]["complete"] = False
-    assert phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "controller", "fanout": True})[
+    assert model.schedule(FakeNode("h", plan, variables=checks), {"source": "controller", "fanout": True})[
         "result"]["tracker"] is None
     checks["h"]["model_node"]["complete"] = True
     checks["w"]["model_node"]["extra"] = ["stray.bin"]
     with pytest.raises(Refused) as refused:
-        phase_model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
+        model.schedule(FakeNode("h", plan, variables=checks), {"source": "head", "fanout": True})
     assert str(refused.value).startswith("the model cannot be put on every node:\n- w: 1 file(s)")
     # The hub's command runs on the node, with its environment file; not in --check.
     node = FakeNode("h", plan, run={"ansible.builtin.command": {"rc": 0, "stdout": ""}})
-    phase_model.hub(node, {"source": "huggingface", "cli": "", "repo": "org/m", "revision": "", "env_file": "/run/e"})
+    model.hub(node, {"source": "huggingface", "cli": "", "repo": "org/m", "revision": "", "env_file": "/run/e"})
     assert node.ran[0][1]["argv"][4:] == ["/run/e", "hf", "download", "org/m", "--local-dir", "/models/m"]
     idle = FakeNode("h", plan, check_mode=True)
-    phase_model.hub(idle, {"source": "modelscope", "cli": "", "repo": "org/m", "revision": "v1", "env_file": "/run/e"})
+    model.hub(idle, {"source": "modelscope", "cli": "", "repo": "org/m", "revision": "v1", "env_file": "/run/e"})
     assert idle.ran == []
     with pytest.raises(Refused) as refused:
-        phase_cann.stage(FakeNode("h", plan), {"packages": [], "work_dir": "/w"})
+        cann.stage(FakeNode("h", plan), {"packages": [], "work_dir": "/w"})
     assert str(refused.value) == "h: cann_packages is empty"
-    staged = phase_cann.stage(FakeNode("h", plan), {"packages": [{"remote": "/p/Ascend-cann-toolkit_8.5.0_linux-x.run"}],
-                                                    "work_dir": "/w"})
+    staged = cann.stage(FakeNode("h", plan), {"packages": [{"remote": "/p/Ascend-cann-toolkit_8.5.0_linux-x.run"}],
+                                              "work_dir": "/w"})
     assert staged["result"]["packages"][0]["source"] == "remote"
 
 
@@ -504,20 +505,20 @@ RUNNING_ENABLED = {"LoadState": "loaded", "ActiveState": "active", "UnitFileStat
 def test_a_restart_restarts_or_starts_but_never_enables():
     plan = make_plan()
     for host in ("h", "w"):
-        state = accepted(phase_restart.ray(FakeNode(host, plan), {"barrier_timeout": 300})["apply"])
+        state = accepted(restart.ray(FakeNode(host, plan), {"barrier_timeout": 300})["apply"])
         # A unit teardown.yml stopped and disabled starts again and stays disabled; a running one restarts.
         assert unit_steps.unit_steps(state["units"], [], [], {"ascend-ray.service": STOPPED_DISABLED}) == [
             ("start", "ascend-ray.service")]
         assert unit_steps.unit_steps(state["units"], [], [], {"ascend-ray.service": RUNNING_ENABLED}) == [
             ("restart", "ascend-ray.service")]
-    worker = phase_restart.ray(FakeNode("w", plan), {"barrier_timeout": 300})["apply"]
+    worker = restart.ray(FakeNode("w", plan), {"barrier_timeout": 300})["apply"]
     assert unit(worker, "ascend-ray.service")["wait_for"] == {"host": "192.0.2.11", "port": 6379, "timeout": 300}
-    serve = accepted(phase_restart.serve(FakeNode("h", plan), {})["apply"])
+    serve = accepted(restart.serve(FakeNode("h", plan), {})["apply"])
     assert [u["name"] for u in serve["units"]] == ["ascend-serve.service"]
-    assert phase_restart.serve(FakeNode("w", plan), {}) == {"apply": None, "record": {"restarted": False}}
+    assert restart.serve(FakeNode("w", plan), {}) == {"apply": None, "record": {"restarted": False}}
     container = make_plan(runtime="container", container_image="quay.io/ascend/vllm-ascend:v0.23.0")
-    state = accepted(phase_restart.ray(FakeNode("w", container, applied=container_records()),
-                                       {"barrier_timeout": 300})["apply"])
+    state = accepted(restart.ray(FakeNode("w", container, applied=container_records()),
+                                 {"barrier_timeout": 300})["apply"])
     assert state["units"][0]["enabled"] is False and state["commands"][0]["argv"][-2:] == ["restart", "ray"]
 
 
@@ -532,8 +533,8 @@ def test_node_apply_accepts_every_state_the_phases_build():
         phase_serve.desired(FakeNode("w", plan), SERVE),
         phase_firewall.desired(FakeNode("h", plan), firewall),
         phase_firewall.desired(FakeNode("h", plan), dict(firewall, enabled=False)),
-        phase_hostnames.desired(FakeNode("w", plan), {"strategy": "file", "manage_etc_hosts": True}),
-        phase_teardown.desired(FakeNode("h", plan, run={"ansible.builtin.find": {"files": []}}), {}),
+        hostnames.desired(FakeNode("w", plan), {"strategy": "file", "manage_etc_hosts": True}),
+        teardown.desired(FakeNode("h", plan, run={"ansible.builtin.find": {"files": []}}), {}),
     ]
     for built in states:
         accepted(built["apply"])

@@ -15,8 +15,8 @@ import json
 from ansible.module_utils.compat.version import LooseVersion
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account
-from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime as runtime
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused, stepped
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused, stepped
 
 TOKEN = "ray-auth-token"
 PROBE = "ray-cluster-nodes.py"
@@ -100,7 +100,7 @@ def versions(node, settings):
     """{host: {python, ray}} that each node of the run runs, or will once installed."""
     found = {}
     for host in members(node):
-        if runtime.mode(node.plan) == "container":
+        if backends.mode(node.plan) == "container":
             inside = (node.applied("image", host=host) or {}).get("inside") or {}
             found[host] = {"python": inside.get("python") or "(image not loaded yet)",
                            "ray": (inside.get("versions") or {}).get("ray") or settings["version"]}
@@ -116,7 +116,7 @@ def token_auth(node, settings, found):
     auth = settings["auth"] == "token" or (settings["auth"] == "auto" and LooseVersion(ray) >= LooseVersion(TOKEN_RAY))
     warnings = []
     if not auth:
-        where = "image" if runtime.mode(node.plan) == "container" else "environment"
+        where = "image" if backends.mode(node.plan) == "container" else "environment"
         if settings["auth"] != "none" and not settings["firewall_enabled"]:
             raise Refused("Ray %s on host %s has no token authentication (Ray 2.52 or later has it) and firewall_enabled "
                           "is false: anyone who reaches Ray's ports could run code on the cluster (CVE-2023-48022). "
@@ -160,12 +160,12 @@ def absent(node, settings):
     plan = node.plan
     files = paths(settings, plan)
     leftovers = [files["env"], files["token"], files["probe"]]
-    if runtime.mode(plan) == "host":
-        return {"apply": runtime.host_unit_absent(plan, "ray", leftovers), "record": {"restarted": False}}
-    spec = runtime.spec_path(plan, "ray")
+    if backends.mode(plan) == "host":
+        return {"apply": backends.host_unit_absent(plan, "ray", leftovers), "record": {"restarted": False}}
+    spec = backends.spec_path(plan, "ray")
     return {"apply": {"absent": leftovers + [spec],
                       "units": [{"name": plan["cluster"]["runtime"]["unit"], "reload_on": [spec],
-                                 "retries": runtime.CONTAINER_RETRIES}]},
+                                 "retries": backends.CONTAINER_RETRIES}]},
             "record": {"restarted": False}}
 
 
@@ -178,8 +178,8 @@ def desired(node, settings):
         return absent(node, settings)
     host, head = node.host, cluster["head"]
     plan_node = plan["nodes"][host]
-    container_mode = runtime.mode(plan) == "container"
-    image = runtime.image_of(node) if container_mode else {}
+    container_mode = backends.mode(plan) == "container"
+    image = backends.image_of(node) if container_mode else {}
     found = versions(node, settings)
     if len(set(json.dumps(v, sort_keys=True) for v in found.values())) > 1:
         raise Refused("Ray and Python must match on every node (vLLM's Ray executor runs across them); found: %s"
@@ -193,7 +193,7 @@ def desired(node, settings):
                                "mode": "0640" if cluster["service"]["confined"] else "0600"})
         state["secrets"][files["token"]] = cluster_token(node, settings)
     state["files"].append({"path": files["env"], "mode": "0600", "template": "ray_cluster/ray.env.j2", "values": {
-        "path": None if container_mode else "%s/bin:%s" % (settings["env"], runtime.PATH),
+        "path": None if container_mode else "%s/bin:%s" % (settings["env"], backends.PATH),
         "token": auth, "token_path": files["token"]}})
     if host == head:
         # Installed before Ray starts, which keeps the CPUs busy; in container mode the head's container sees it
@@ -201,30 +201,30 @@ def desired(node, settings):
         state["files"].append({"path": files["probe"], "mode": "0644", "source": "ray_cluster/cluster_nodes.py"})
     wait = None if host == head else head_wait(plan, settings["barrier_timeout"])
     if container_mode:
-        runtime.config_problems(plan, host, {"ray_cluster_config_dir": settings["config_dir"],
-                                             "node_env_secrets_file": settings["secrets_file"].rsplit("/", 1)[0]})
-        spec = runtime.process(plan, host, "ray", plan_node["ray_start_argv"], [settings["secrets_file"], files["env"]],
-                               image, RESTART_SEC, stop_argv=["ray", "stop"])
-        runtime.merge(state, runtime.host_leftovers(plan))
-        runtime.merge(state, runtime.engine(node, image))
+        backends.config_problems(plan, host, {"ray_cluster_config_dir": settings["config_dir"],
+                                              "node_env_secrets_file": settings["secrets_file"].rsplit("/", 1)[0]})
+        spec = backends.process(plan, host, "ray", plan_node["ray_start_argv"], [settings["secrets_file"], files["env"]],
+                                image, RESTART_SEC, stop_argv=["ray", "stop"])
+        backends.merge(state, backends.host_leftovers(plan))
+        backends.merge(state, backends.engine(node, image))
         state["files"].append(spec)
         engine_unit = state["units"][-1]
         engine_unit["reload_on"] = [spec["path"], files["env"]]
         if wait:
             engine_unit["wait_for"] = wait
         # The token is read by path: a new one restarts Ray; so does a head that started again (once its port answers).
-        command = runtime.restart_in_container(plan, image, "ray", [files["token"]], head_restarted)
+        command = backends.restart_in_container(plan, image, "ray", [files["token"]], head_restarted)
         command["wait_for"] = wait
         state["commands"] = [command]
     else:
-        unit = runtime.unit_path(plan, "ray")
+        unit = backends.unit_path(plan, "ray")
         state["files"].append({"path": unit, "mode": "0644", "template": "ray_cluster/ascend-ray.service.j2",
                                "values": unit_values(plan, plan_node, settings, files)})
-        runtime.merge(state, runtime.container_leftovers(plan))
+        backends.merge(state, backends.container_leftovers(plan))
         state["units"].append({"name": cluster["units"]["ray"], "file": unit, "state": "started",
                                "restart_on": [unit, files["env"], files["token"]], "restart": head_restarted,
                                "wait_for": wait})
-        state["account"] = runtime.account(plan, service_account.COMMENT)
+        state["account"] = backends.account(plan, service_account.COMMENT)
         if settings["check_peer"] and not node.check_mode:
             state["peers"] = [{"unit": cluster["units"]["serve"], "user": cluster["service"]["user"]}]
     return {"apply": state, "warnings": warnings, "record": {"token_auth": auth, "versions": found[host]},
@@ -242,10 +242,10 @@ def unit_values(plan, plan_node, settings, files):
     ray = settings["env"] + "/bin/ray"
     return {
         "role": plan_node["role"], "firewall": cluster["units"]["firewall"],
-        "service_lines": runtime.service_lines(plan, plan_node),
+        "service_lines": backends.service_lines(plan, plan_node),
         "env_file": settings["node_env_file"], "secrets_file": settings["secrets_file"], "ray_env": files["env"],
-        "exec_start": runtime.command_line([ray] + plan_node["ray_start_argv"][1:]),
-        "exec_stop": runtime.command_line([ray, "stop"]),
+        "exec_start": backends.command_line([ray] + plan_node["ray_start_argv"][1:]),
+        "exec_stop": backends.command_line([ray, "stop"]),
     }
 
 
@@ -254,14 +254,14 @@ def restarted(node, settings, result):
     cluster = node.plan["cluster"]
     if cluster["launcher"] != "ray":
         return False
-    if runtime.mode(node.plan) == "container":
+    if backends.mode(node.plan) == "container":
         return stepped(result, cluster["runtime"]["unit"], ("start", "restart", "reload")) or bool(result.get("commands"))
     # A restart, or a start of a stopped head whose unit, environment or token changed: either is a new head.
     changed = set(result.get("changed_paths") or [])
     files = paths(settings, node.plan)
     return stepped(result, cluster["units"]["ray"], ("restart",)) or (
         stepped(result, cluster["units"]["ray"], ("start",))
-        and bool(changed & {runtime.unit_path(node.plan, "ray"), files["env"], files["token"]}))
+        and bool(changed & {backends.unit_path(node.plan, "ray"), files["env"], files["token"]}))
 
 
 def probe_argv(plan, config_dir, python_env, program):

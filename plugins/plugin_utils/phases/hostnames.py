@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.
 VALID_NAME = r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'

@@ -15,9 +15,9 @@ import posixpath
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils.node import environment
-from ansible_collections.ascend.inference.plugins.module_utils import phase, phase_ray
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import phase, ray as phase_ray
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import systemd
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 DEFAULT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 # How long a worker waits for the port of a head that restarted in the first step (Type=simple: the head's restart

@@ -8,7 +8,7 @@ reads; "record": what it keeps in ascend_applied.<phase> for later phases (None:
 for the play); "warnings", "notes": lines for the log; "show": a report shown as it is; "changed": whether a
 phase that applies nothing changed the node; "fresh": the run's record starts again here; "after": a function of
 node_apply's result whose answer joins the record}. Files may be given as {"template": name, "values": {...}}, rendered by the action plugin with plain Jinja.
-``node`` is the controller's view of one host (plugins/plugin_utils/phase_node.py): host, plan, check_mode,
+``node`` is the controller's view of one host (plugins/plugin_utils/phases/node.py): host, plan, check_mode,
 var(), group(), play_hosts(), applied(), run(), file().
 """
 

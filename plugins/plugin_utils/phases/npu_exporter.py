@@ -14,9 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils import phase_runtime
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 SETTINGS = {"program": "str", "extra_args": "list", "restart": "bool"}
 LOG_DIRECTORY = "ascend-npu-exporter"
@@ -51,11 +51,11 @@ def desired(node, settings):
         raise Refused("npu_exporter_extra_args on %s: %s" % (node.host, error))
     values = {"exec_start": exec_start, "log_directory": LOG_DIRECTORY,
               "firewall": plan["cluster"]["units"]["firewall"],
-              "service_lines": phase_runtime.service_lines(plan, plan["nodes"][node.host])}
+              "service_lines": backends.service_lines(plan, plan["nodes"][node.host])}
     apply = {"files": [{"path": unit_path, "mode": "0644", "template": "npu_exporter/ascend-npu-exporter.service.j2",
                         "values": values}],
              "units": [{"name": unit, "file": unit_path, "state": "started", "restart_on": [unit_path],
                         "restart": bool(settings["restart"])}],
              # The account the serve units run as: the exporter may be deployed before them.
-             "account": phase_runtime.account(plan, service_account.COMMENT)}
+             "account": backends.account(plan, service_account.COMMENT)}
     return {"apply": apply, "record": {"enabled": True, "url": "http://%s:%d/metrics" % (address, exporter["port"])}}

@@ -16,7 +16,7 @@ import os
 import re
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring_rules
-from ansible_collections.ascend.inference.plugins.module_utils.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 SETTINGS = {"config": "str", "directory": "str", "unit": "str", "promtool": "str", "scrape_interval": "str",
             "evaluation_interval": "str", "thresholds": "dict", "export_dir": "str"}
