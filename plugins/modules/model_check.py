@@ -159,6 +159,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.model import files
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 
 def _free_bytes(path):
@@ -181,7 +182,7 @@ def _fetching(module):
     systemctl = module.get_bin_path("systemctl")
     if not systemctl:
         return False
-    rc, _out, _err = module.run_command([systemctl, "is-active", "--quiet", files.FETCH_UNIT])
+    rc, _out, _err = module.run_command([systemctl, "is-active", "--quiet", unit_names.MODEL_FETCH])
     return rc == 0
 
 

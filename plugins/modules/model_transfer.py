@@ -204,6 +204,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.model import swar
 from ansible_collections.ascend.inference.plugins.module_utils.model import torrent
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 CONFIG = os.path.join(model_files.RUNTIME_DIR, "rsyncd.conf")
 SECRETS = os.path.join(model_files.RUNTIME_DIR, "rsyncd.secrets")
@@ -322,7 +323,7 @@ def serving(node, params):
                                          params["io_timeout"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    running = node.unit(model_files.SEED_UNIT).get("ActiveState") == "active"
+    running = node.unit(unit_names.MODEL_SEED).get("ActiveState") == "active"
     if module.check_mode:
         module.exit_json(changed=not running)
     _runtime_dir()
@@ -330,7 +331,7 @@ def serving(node, params):
     changed = _write_secret(CONFIG, config) or changed
     if running and not changed:
         module.exit_json(changed=False)
-    node.serve(model_files.SEED_UNIT, params["lifetime"],
+    node.serve(unit_names.MODEL_SEED, params["lifetime"],
                [node.program("rsync", "rsync"), "--daemon", "--no-detach", "--config=" + CONFIG,
                 "--address=" + params["address"], "--port=%d" % params["port"]],
                params["address"], params["port"], "the rsync daemon")
@@ -346,13 +347,13 @@ def fetching(node, params):
         module.exit_json(changed=True, running=False)
     _runtime_dir()
     _write_secret(PASSWORD, params["password"] + "\n")
-    node.stop(model_files.FETCH_UNIT)
+    node.stop(unit_names.MODEL_FETCH)
     if os.path.exists(OUTPUT):
         os.unlink(OUTPUT)
     before = _bytes_present(params)
     argv = model_files.fetch_argv(params["seeder"], params["port"], params["path"], PASSWORD,
                                   params["bwlimit"] or None, params["io_timeout"])
-    node.start(model_files.FETCH_UNIT, ["RemainAfterExit=yes", "RuntimeMaxSec=%d" % params["lifetime"],
+    node.start(unit_names.MODEL_FETCH, ["RemainAfterExit=yes", "RuntimeMaxSec=%d" % params["lifetime"],
                                         "StandardOutput=file:" + OUTPUT, "StandardError=inherit"],
                [node.program("rsync", "rsync")] + argv[1:])
     module.exit_json(changed=True, running=True, bytes_present=before)
@@ -362,7 +363,7 @@ def _fetch_state(node, wait):
     """The fetch unit's properties, once it ended or after ``wait`` seconds."""
     deadline = time.monotonic() + wait
     while True:
-        state = node.unit(model_files.FETCH_UNIT)
+        state = node.unit(unit_names.MODEL_FETCH)
         ended = state.get("SubState") == "exited" or state.get("ActiveState") in ("failed", "inactive")
         if ended or time.monotonic() >= deadline:
             return state
@@ -393,7 +394,7 @@ def status(node, params):
         code = int(state.get("ExecMainStatus") or 0)
     output = (read(OUTPUT) or "") if finished else ""
     if finished and not output.strip() and state.get("LoadState") == "loaded":
-        output = node.journal(model_files.FETCH_UNIT)
+        output = node.journal(unit_names.MODEL_FETCH)
     module.exit_json(changed=False, running=running, finished=finished, exit_status=code,
                      bytes_present=_bytes_present(params), stats=model_files.rsync_stats(output),
                      output="\n".join(output.strip().splitlines()[-12:]))
@@ -415,7 +416,7 @@ def serve_tracker(node, params):
     with open(os.path.join(directory, swarm.ANNOUNCE), "wb") as handle:
         handle.write(reply)
     # The directory itself is 0700: the server runs as root and serves this one file.
-    node.serve(swarm.TRACKER_UNIT, params["lifetime"],
+    node.serve(unit_names.MODEL_TRACKER, params["lifetime"],
                [sys.executable, "-m", "http.server", str(params["tracker_port"]), "--bind", params["tracker"],
                 "--directory", directory],
                params["tracker"], params["tracker_port"], "the tracker")
@@ -445,14 +446,14 @@ def swarm_start(node, params):
         os.path.dirname(path), params["address"], params["port"], params["control_port"], params["password"],
         params["lifetime"], len(params["addresses"]) or 8, holder=params["holder"], bwlimit=params["bwlimit"],
         check=swarm.held_anything(model_files.walk(path))))
-    node.stop(swarm.SWARM_UNIT)
+    node.stop(unit_names.MODEL_SWARM)
     # aria2's control file names the torrent's info hash, which is new each run; the pieces are checked anyway.
     _remove_control_file(path)
-    node.start(swarm.SWARM_UNIT, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
+    node.start(unit_names.MODEL_SWARM, ["RuntimeMaxSec=%d" % params["lifetime"], "CollectMode=inactive-or-failed"],
                [node.program("aria2c", "aria2"), "--conf-path=" + conf_file, torrent_file])
     if not wait_listening("127.0.0.1", params["control_port"], 15)[0]:
         module.fail_json(msg="aria2 does not answer on 127.0.0.1:%d: %s" % (
-            params["control_port"], node.journal(swarm.SWARM_UNIT).strip() or "no output"))
+            params["control_port"], node.journal(unit_names.MODEL_SWARM).strip() or "no output"))
     held = None
     if not params["holder"]:
         # aria2 checks what the node holds before it fetches anything: what it found good is the node's start.
@@ -460,7 +461,7 @@ def swarm_start(node, params):
             found = _swarm_once(node, params)
             if not found["running"] or found.get("error"):
                 module.fail_json(msg="aria2 ended while it checked what the node holds: %s" % (
-                    found.get("error") or node.journal(swarm.SWARM_UNIT).strip() or "no output"))
+                    found.get("error") or node.journal(unit_names.MODEL_SWARM).strip() or "no output"))
             if found["answered"] and not found["checking"]:
                 held = found["completed"]
             else:
@@ -510,7 +511,7 @@ def _swarm_once(node, params):
     except (IOError, OSError, ValueError, KeyError, http_client.HTTPException) as exc:
         found["problem"] = str(exc)
     if not found["answered"]:
-        found["running"] = node.unit(swarm.SWARM_UNIT).get("ActiveState") == "active"
+        found["running"] = node.unit(unit_names.MODEL_SWARM).get("ActiveState") == "active"
     return found
 
 
@@ -538,7 +539,7 @@ def swarm_status(node, params):
             path = (params["path"].rstrip("/") or "/") if params["path"] else None
             # One walk of the model directory: it dates the fetch's end and serves the quick check.
             files = model_files.walk(path) if path else {}
-            fetched_in = swarm.fetch_seconds(files, node.started_at(swarm.SWARM_UNIT)) if files else None
+            fetched_in = swarm.fetch_seconds(files, node.started_at(unit_names.MODEL_SWARM)) if files else None
             if params["record"] and not module.check_mode:
                 check = model_files.record_checked_copy(params["manifest"], path, params["record"], files)
         # A node whose files do not match leaves nothing: the copy fails and its cleanup stops everything.
@@ -555,7 +556,7 @@ def swarm_status(node, params):
         # Four reads a second (a few milliseconds of CPU each): the last node's look that sees the end ends the copy.
         time.sleep(0.25)
     if not found["running"]:
-        found["journal"] = node.journal(swarm.SWARM_UNIT).strip()
+        found["journal"] = node.journal(unit_names.MODEL_SWARM).strip()
     found.update(check=check, cleaned=cleaned, held_for=None if held_at is None else round(now - held_at, 1),
                  fetched_in=fetched_in)
     module.exit_json(changed=cleaned, swarm=found)
@@ -564,8 +565,8 @@ def swarm_status(node, params):
 def _stop_all(node, path):
     """Every copy unit stopped, aria2's control file beside the model and the copy's secrets removed; whether
     there was anything."""
-    changed = bool(node.stop_units([model_files.FETCH_UNIT, model_files.SEED_UNIT, swarm.SWARM_UNIT,
-                                    swarm.TRACKER_UNIT], kill=[swarm.SWARM_UNIT]))
+    changed = bool(node.stop_units([unit_names.MODEL_FETCH, unit_names.MODEL_SEED, unit_names.MODEL_SWARM,
+                                    unit_names.MODEL_TRACKER], kill=[unit_names.MODEL_SWARM]))
     if path and not node.module.check_mode:
         changed = _remove_control_file(path) or changed
     if os.path.exists(model_files.RUNTIME_DIR):

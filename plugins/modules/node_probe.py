@@ -307,6 +307,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.node.readers impo
 from ansible_collections.ascend.inference.plugins.module_utils.node import probe
 from ansible_collections.ascend.inference.plugins.module_utils.node import npu
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 
 def _npu(module, devices):
@@ -375,7 +376,7 @@ def _engine_container(module):
             continue
         rc, out, _err = _run(module, [engine, "container", "inspect", "--format", "{{.Id}}", container.NAME])
         if rc == 0 and out.strip():
-            return {out.strip(): container.UNIT}
+            return {out.strip(): unit_names.ENGINE}
     return {}
 
 

@@ -130,7 +130,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.node import bundle as spec
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account, unit_names
 from ansible_collections.ascend.inference.plugins.module_utils.node import readers
 from ansible_collections.ascend.inference.plugins.module_utils.apply.file_diff import account_name
 from ansible_collections.ascend.inference.plugins.module_utils.node.probe import PYTHON_VERSIONS, shebang_interpreter
@@ -207,7 +207,7 @@ def _image_engine(module, image, engine):
 
 def _units(unit_dir, wanted):
     """The collection's units in UNIT_DIR (and WANTED), each with its instance and ports."""
-    names = set(wanted) | set(os.path.basename(p) for p in glob.glob(os.path.join(unit_dir, "ascend-*.service")))
+    names = set(wanted) | set(os.path.basename(p) for p in glob.glob(os.path.join(unit_dir, unit_names.GLOB)))
     found = {}
     for name in sorted(names):
         entry = spec.unit_entry(name, readers.read(os.path.join(unit_dir, name)))
@@ -232,11 +232,11 @@ def main():
             hccn_tool=dict(type="str", default="/usr/local/Ascend/driver/tools/hccn_tool"),
             ascend_home=dict(type="path", default="/usr/local/Ascend"),
             units=dict(type="list", elements="str",
-                       default=["ascend-ray.service", "ascend-serve.service", "ascend-firewall.service"]),
+                       default=[unit_names.RAY, unit_names.SERVE, unit_names.FIREWALL]),
             journal_lines=dict(type="int", default=200),
             files=dict(type="list", elements="path", default=["/etc/ascend-inference/node.env"]),
             python_env=dict(type="path", default="/opt/ascend-inference/venv"),
-            unit_dir=dict(type="path", default="/etc/systemd/system"),
+            unit_dir=dict(type="path", default=unit_names.UNIT_DIR),
             settings=dict(type="dict", default={}),
             container_image=dict(type="str"),
             container_engine=dict(type="str", default="auto"),

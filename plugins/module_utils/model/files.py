@@ -24,8 +24,6 @@ FORMAT = 1
 PARTIAL_DIR = ".ascend-model-partial"
 # While a file arrives, rsync writes it as ".<name>.XXXXXX" beside its final name.
 _TEMPORARY = re.compile(r"^\.(.+)\.[A-Za-z0-9]{6}$")
-SEED_UNIT = "ascend-model-seed.service"
-FETCH_UNIT = "ascend-model-fetch.service"
 # One copy's daemon configuration, secrets and output; a tmpfs, so a reboot forgets them too.
 RUNTIME_DIR = "/run/ascend-inference/model"
 RSYNC_MODULE = "model"

@@ -9,8 +9,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-SWARM_UNIT = "ascend-model-swarm.service"
-TRACKER_UNIT = "ascend-model-tracker.service"
 TORRENT = "model.torrent"
 ARIA2_CONF = "aria2.conf"
 TRACKER_DIR = "tracker"

@@ -33,6 +33,7 @@ import stat
 
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann, hccn
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 FORMAT = 2
 # The inventory's values a replay needs to judge as the live checks did (no secret among them).
@@ -40,9 +41,6 @@ SETTINGS = ("ascend_engine", "ascend_engine_version", "ascend_service_user", "as
 # The engine programs and the distributions whose versions the preflight reads (engine_versions).
 ENGINE_PROGRAMS = ("vllm", "vllm-mindspore")
 ENGINE_DISTRIBUTIONS = ("vllm", "vllm-ascend", "vllm-mindspore")
-# The collection's units: ascend-<kind>.service for one model, ascend-<kind>-<instance>.service for an instance of
-# ascend_instances (ascend-pd-<instance> is a prefill/decode instance's proxy).
-UNIT = re.compile(r"ascend-(serve|ray|watchdog|pd)(?:-([a-z0-9-]+))?\.service")
 # A port on a unit's command line, its words quoted or not (module_utils/runtime/systemd.command_line quotes them):
 # --port 8000, "--port" "8000", --data-parallel-rpc-port=29550.
 PORT_OPTION = re.compile(r'--([a-z-]*port)(?:=|"?\s+"?)(\d+)')
@@ -111,7 +109,7 @@ def device_entry(mode, rdev, owner, group):
 def unit_entry(name, unit_text):
     """(kind, instance, ports) of one of the collection's unit files, or None for another unit: which instance the
     unit runs (None for the single model) and the ports its command line names."""
-    found = UNIT.fullmatch(name)
+    found = unit_names.MODEL_UNITS.fullmatch(name)
     if not found:
         return None
     command = " ".join(line for line in (unit_text or "").splitlines() if line.startswith("ExecStart="))

@@ -21,6 +21,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.plan import input
 from ansible_collections.ascend.inference.plugins.module_utils.plan import pd as pd_plan
 from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
 from ansible_collections.ascend.inference.plugins.module_utils.plan import router as router_plan
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 # An instance's name becomes part of unit names (ascend-serve-NAME.service) and file names.
 NAME = re.compile(r"[a-z][a-z0-9-]{0,22}[a-z0-9]|[a-z]")
@@ -262,11 +263,6 @@ def _instance_plan(name, settings, nodes, share, ports):
     return planner.make_plan(settings, instance_nodes)
 
 
-def units(name):
-    return {"ray": "ascend-ray-%s.service" % name, "serve": "ascend-serve-%s.service" % name,
-            "watchdog": "ascend-watchdog-%s.service" % name}
-
-
 def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None, pd_proxy_dir=None):
     """Plan every instance of ascend_instances. SETTINGS: the cluster's (planner.DEFAULTS keys, engine, model), every
     instance's defaults; NODES: as for make_plan; INSTANCES: {name: settings}; MODEL_CONFIGS: {name: config.json}
@@ -425,7 +421,7 @@ def _common(plans, names, hosts, by_name):
     cluster.update(planner.config_paths(first["config_dir"]))
     cluster.update({
         "instance_names": names, "node_order": hosts, "head": hosts[0], "model": None, "served_model_name": None,
-        "units": dict(planner.UNITS), "ray_port": None, "api_port": None,
+        "units": dict(unit_names.SINGLE), "ray_port": None, "api_port": None,
         "ray_instances": [name for name in names if plans[name]["cluster"]["launcher"] == "ray"],
         "secret_env_names": sorted(set(n for name in names for n in plans[name]["cluster"]["secret_env_names"])),
     })
@@ -582,7 +578,7 @@ def _name_instance(plan, name, allocated):
     """The instance's units, files and HCCL ports in its plan."""
     cluster = plan["cluster"]
     cluster["instance"] = name
-    cluster["units"] = dict(cluster["units"], **units(name))
+    cluster["units"] = dict(cluster["units"], **unit_names.instance_units(name))
     for key in ("node_env_file", "secrets_env_file", "serve_env_file", "ray_env_file", "model_manifest"):
         directory, base = cluster[key].rsplit("/", 1)
         stem, suffix = base.split(".", 1)

@@ -18,8 +18,9 @@ __metaclass__ = type
 
 import ipaddress
 
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
+
 DEFAULTS = {"npu_exporter_enabled": False, "npu_exporter_port": 8082, "monitors": []}
-EXPORTER_UNIT = "ascend-npu-exporter.service"
 # npu-exporter's own range (cmd/npu-exporter/main.go, paramValid: "the port is invalid").
 EXPORTER_PORTS = (1025, 40000)
 JOBS = {"engines": "ascend-engine", "router": "ascend-router", "npu": "ascend-npu"}
@@ -95,7 +96,7 @@ def section(plan, settings):
     settings = dict(DEFAULTS, **dict((k, v) for k, v in (settings or {}).items() if v is not None))
     hosts = list(plan["cluster"]["node_order"])
     exporter = {"enabled": bool(settings["npu_exporter_enabled"]), "port": int(settings["npu_exporter_port"]),
-                "unit": EXPORTER_UNIT, "hosts": hosts,
+                "unit": unit_names.NPU_EXPORTER, "hosts": hosts,
                 "addresses": dict((host, plan["nodes"][host]["node_ip"]) for host in hosts)}
     problems = []
     if not 1 <= exporter["port"] <= 65535:

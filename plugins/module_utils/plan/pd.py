@@ -26,6 +26,7 @@ import re
 import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 POOLS = ("prefill", "decode")
 # Instance keys that only a PD instance has.
@@ -59,7 +60,6 @@ ROLE_ENV = {"prefill": {"HCCL_BUFFSIZE": "256"}, "decode": {"HCCL_BUFFSIZE": "60
 # vllm-ascend's proxy, in its examples/disaggregated_prefill_v1 (0.9.1: disaggregate_prefill_v1); the sdist on PyPI
 # carries it.
 PROXY_SCRIPT = "load_balance_proxy_server_example.py"
-PROXY_UNIT = "ascend-pd-%s.service"
 PROXY_ENV = "pd-%s.env"
 # NAME-prefill must still be an instance name (24 characters at most).
 NAME_MAX = 16
@@ -402,7 +402,7 @@ def finish(name, settings, plans, allocated, proxy_dir):
         "proxy": {"instance": name, "host": proxy_host, "address": address, "port": allocated["proxy"],
                   "script": script,
                   "argv": argv, "command": shlex.join(argv) if argv else None,
-                  "unit": PROXY_UNIT % name, "env_file": "%s/%s" % (decode["cluster"]["config_dir"], PROXY_ENV % name),
+                  "unit": unit_names.PD_PROXY % name, "env_file": "%s/%s" % (decode["cluster"]["config_dir"], PROXY_ENV % name),
                   # vllm-ascend's proxy answers its own health at /healthcheck (it does not ask the pools).
                   "health_path": "/healthcheck"},
     }

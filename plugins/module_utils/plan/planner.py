@@ -20,7 +20,7 @@ import shlex
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, unit_names
 
 ENGINES = {
     "vllm-mindspore": ["vllm-mindspore", "serve"],
@@ -86,11 +86,6 @@ PYTHON_ENV = "/opt/ascend-inference/venv"
 # node's record of the model copied to it (the model role writes it, the preflight reads it).
 CONFIG_FILES = {"node_env_file": "node.env", "secrets_env_file": "secrets.env", "ray_env_file": "ray.env",
                 "serve_env_file": "serve.env", "model_manifest": "model.manifest.json"}
-# The systemd units the roles install, by job; every role, status.yml and teardown.yml read the names from
-# the plan's cluster.units.
-UNITS = {"ray": "ascend-ray.service", "serve": "ascend-serve.service", "engine": container.UNIT,
-         "firewall": "ascend-firewall.service", "watchdog": "ascend-watchdog.service"}
-UNIT_DIR = "/etc/systemd/system"
 
 # config.json keys that hold the number of routed experts, by model family.
 EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
@@ -809,8 +804,9 @@ def make_plan(settings, nodes):
             "model_tracker_port": settings["model_transfer_port"] + 1 if settings["model_transfer_port"] else None,
             "model_control_port": settings["model_transfer_port"] + 2 if settings["model_transfer_port"] else None,
             "python_env": settings["python_env"].rstrip("/"),
-            "units": dict(UNITS),
-            "unit_dir": UNIT_DIR,
+            # The systemd units the roles install, by job: every role, status.yml and teardown.yml read them here.
+            "units": dict(unit_names.SINGLE),
+            "unit_dir": unit_names.UNIT_DIR,
             "service": service,
             "runtime": container.runtime(settings["runtime"], settings["container_image"],
                                          settings["container_engine"]),

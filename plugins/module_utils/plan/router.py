@@ -14,7 +14,8 @@ __metaclass__ = type
 
 import re
 
-UNIT = "ascend-router.service"
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
+
 # systemd's RuntimeDirectory of the unit, and HAProxy's admin socket in it (the rolling restart drains through it).
 RUNTIME_DIRECTORY = "ascend-router"
 SOCKET = "/run/%s/admin.sock" % RUNTIME_DIRECTORY
@@ -98,7 +99,7 @@ def section(router, hosts, names, plans, addresses, pd=None):
         backends[served]["servers"].append({"name": name, "host": head, "address": plans[name]["nodes"][head]["node_ip"],
                                             "port": cluster["api_port"]})
     return {"hosts": hosts, "addresses": dict((host, addresses[host]) for host in hosts), "port": router["port"],
-            "metrics_port": router["metrics_port"], "unit": UNIT, "socket": SOCKET,
+            "metrics_port": router["metrics_port"], "unit": unit_names.ROUTER, "socket": SOCKET,
             "backends": [backends[served] for served in order],
             # Each instance's backend: the rolling restart drains the instance there.
             "backend_of": dict((server["name"], backend["name"]) for backend in backends.values()

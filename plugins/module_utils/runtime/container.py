@@ -25,10 +25,10 @@ import posixpath
 
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 from ansible_collections.ascend.inference.plugins.module_utils.node import probe
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 RUNTIMES = ("host", "container")
 ENGINES = ("auto", "podman", "docker")
-UNIT = "ascend-engine.service"
 NAME = "ascend-engine"
 # The processes the supervisor runs, as host mode runs them in units of their own.
 PROCESSES = ("ray", "serve")
@@ -91,7 +91,7 @@ def runtime(mode, image, engine):
         "mode": mode,
         "image": image if container else None,
         "engine": engine if container else None,
-        "unit": UNIT if container else None,
+        "unit": unit_names.ENGINE if container else None,
         "container": NAME if container else None,
         "config_dir": CONFIG_DIR if container else None,
         "spec_dir": SPEC_DIR if container else None,

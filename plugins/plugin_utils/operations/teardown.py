@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner, router
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import hostnames, per_instance
 
 # Start order: node_apply stops them in reverse.
@@ -19,19 +19,19 @@ LEFTOVERS = "raylet|gcs_server|ray start|vllm(-mindspore)? serve|load_balance_pr
 
 
 def desired(node, settings):
-    units = [{"name": planner.UNITS[name], "state": "stopped", "enabled": False} for name in ORDER]
+    units = [{"name": unit_names.SINGLE[name], "state": "stopped", "enabled": False} for name in ORDER]
     # The NPU exporter reads the NPUs the engines used: it goes with them (after the firewall in start order).
-    units.insert(1, {"name": monitoring.EXPORTER_UNIT, "state": "stopped", "enabled": False})
+    units.insert(1, {"name": unit_names.NPU_EXPORTER, "state": "stopped", "enabled": False})
     # Several instances: each one's units as the node has them, Ray's after the single model's, serve's last (stopped
     # first).
     # The prefill/decode proxies (ascend-pd-NAME) stop before the pools.
-    for pattern, single in ((per_instance.RAY_UNIT, "ray"), (per_instance.SERVE_UNIT, "serve"),
-                            (per_instance.WATCHDOG_UNIT, "watchdog"), (per_instance.PD_UNIT, None)):
-        found = [name for name in per_instance.listed(node, planner.UNIT_DIR, pattern)
-                 if single is None or name != planner.UNITS[single]]
+    for pattern, single in ((unit_names.RAY_UNITS, "ray"), (unit_names.SERVE_UNITS, "serve"),
+                            (unit_names.WATCHDOG_UNITS, "watchdog"), (unit_names.PD_PROXY_UNITS, None)):
+        found = [name for name in per_instance.listed(node, unit_names.UNIT_DIR, pattern)
+                 if single is None or name != unit_names.SINGLE[single]]
         units += [{"name": name, "state": "stopped", "enabled": False} for name in found]
     # The router in front of them stops first: no request reaches an engine that is going.
-    units.append({"name": router.UNIT, "state": "stopped", "enabled": False})
+    units.append({"name": unit_names.ROUTER, "state": "stopped", "enabled": False})
     return {"apply": {"units": units, "leftovers": {"pattern": LEFTOVERS}}, "record": {}}
 
 
@@ -46,7 +46,7 @@ def removed(node, settings):
     stopped = desired(node, {})["apply"]
     units, absent = [], []
     for unit in stopped["units"]:
-        path = "%s/%s" % (planner.UNIT_DIR, unit["name"])
+        path = "%s/%s" % (unit_names.UNIT_DIR, unit["name"])
         units.append({"name": unit["name"], "file": path, "state": "absent"})
         absent.append(path)
     absent += [settings["config_dir"], settings["exporter_program"]]

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import container, service_account, systemd, unit_names
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # Where a container-mode deployment kept its files, for removing them after a switch to host mode (the plan then
@@ -74,8 +74,8 @@ def account(plan, comment):
 
 def container_leftovers(plan):
     """A node switched to host mode keeps no engine container, process specs or supervisor (the image stays)."""
-    unit = "%s/%s" % (plan["cluster"]["unit_dir"], container.UNIT)
-    return {"units": [{"name": container.UNIT, "file": unit, "state": "absent"}],
+    unit = "%s/%s" % (plan["cluster"]["unit_dir"], unit_names.ENGINE)
+    return {"units": [{"name": unit_names.ENGINE, "file": unit, "state": "absent"}],
             "absent": [unit, container.SPEC_DIR, container.SUPERVISOR]}
 
 

@@ -9,10 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
+
 # The Ray-only firewall of releases before the firewall role (ray_cluster_firewall), removed where found; its
 # rules were always here, whatever ascend_config_dir says now.
-LEGACY_UNIT = "ascend-ray-firewall.service"
-LEGACY_UNIT_PATH = "/etc/systemd/system/" + LEGACY_UNIT
+LEGACY_UNIT_PATH = "%s/%s" % (unit_names.UNIT_DIR, unit_names.LEGACY_FIREWALL)
 LEGACY_RULES = "/etc/ascend-inference/ray-firewall.nft"
 RULES = "firewall.nft"
 WARNING = ("firewall_enabled is false on %s: every port of Ray and of the engine (Ray runs any code a client sends, "
@@ -27,7 +28,7 @@ def desired(node, settings):
     unit = cluster["units"]["firewall"]
     unit_path = "%s/%s" % (cluster["unit_dir"], unit)
     rules_path = "%s/%s" % (settings["config_dir"], RULES)
-    legacy = {"name": LEGACY_UNIT, "file": LEGACY_UNIT_PATH, "state": "absent", "stop_last": True}
+    legacy = {"name": unit_names.LEGACY_FIREWALL, "file": LEGACY_UNIT_PATH, "state": "absent", "stop_last": True}
     state = {"absent": [LEGACY_UNIT_PATH, LEGACY_RULES]}
     if not settings["enabled"]:
         state["absent"] += [unit_path, rules_path]

@@ -12,29 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import posixpath
-import re
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
     node_env as phase_node_env, ray as phase_ray, backends, serve as phase_serve)
 from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd, unit_names
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
-
-# The serve units and files the collection writes, a plan of one model's and an instance's (ascend-serve-NAME).
-SERVE_UNIT = re.compile(r"ascend-serve(-[a-z0-9-]+)?\.service")
-# The files the serve phase sweeps: serve.env, and an instance's serve, node and secrets files.
-SERVE_ENV = re.compile(r"serve\.env|(node|secrets|serve)-[a-z0-9-]+\.env")
-# The files node_env sweeps with instances: the single model's, and those of instances not on the node.
-NODE_ENV = re.compile(r"(node|secrets)(-[a-z0-9-]+)?\.env")
-# The serve watchdogs (phase_serve.watchdog), their configurations and program.
-WATCHDOG_UNIT = re.compile(r"ascend-watchdog(-[a-z0-9-]+)?\.service")
-WATCHDOG_FILES = re.compile(r"watchdog(-[a-z0-9-]+)?\.json|serve-watchdog\.py")
-# The prefill/decode proxies' units and environment files (pd_plan: ascend-pd-NAME.service, pd-NAME.env).
-PD_UNIT = re.compile(r"ascend-pd-[a-z0-9-]+\.service")
-PD_FILES = re.compile(r"pd-[a-z0-9-]+\.env|ranktable-[a-z0-9-]+\.json")
-# Ray's units and files, the single model's (ascend-ray.service, ray.env, ray-auth-token) and an instance's.
-RAY_UNIT = re.compile(r"ascend-ray(-[a-z0-9-]+)?\.service")
-RAY_FILES = re.compile(r"ray(-[a-z0-9-]+)?\.env|ray-auth-token(-[a-z0-9-]+)?")
 
 
 class View(object):
@@ -179,19 +162,19 @@ def _sweeping(node, settings, result, wanted_units, wanted_env, proxies, tables=
     state = result.get("apply") or {}
     keep_env = [posixpath.basename(path) for path in wanted_env]
     watchdogs = [unit for unit in state.get("units") or []
-                 if WATCHDOG_UNIT.fullmatch(unit["name"]) and unit.get("state") == "started"]
+                 if unit_names.WATCHDOG_UNITS.fullmatch(unit["name"]) and unit.get("state") == "started"]
     watchdog_files = [posixpath.basename(path) for unit in watchdogs for path in unit["restart_on"][1:]]
     backends.merge(state, {"sweep": [
-        {"directory": plan["cluster"]["unit_dir"], "pattern": WATCHDOG_UNIT.pattern,
+        {"directory": plan["cluster"]["unit_dir"], "pattern": unit_names.WATCHDOG_UNITS.pattern,
          "keep": sorted(unit["name"] for unit in watchdogs), "units": True},
-        {"directory": settings["config_dir"].rstrip("/"), "pattern": WATCHDOG_FILES.pattern,
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": unit_names.WATCHDOG_FILES.pattern,
          "keep": sorted(set(watchdog_files))},
-        {"directory": plan["cluster"]["unit_dir"], "pattern": SERVE_UNIT.pattern,
+        {"directory": plan["cluster"]["unit_dir"], "pattern": unit_names.SERVE_UNITS.pattern,
          "keep": sorted(wanted_units), "units": True},
-        {"directory": settings["config_dir"].rstrip("/"), "pattern": SERVE_ENV.pattern, "keep": sorted(keep_env)},
-        {"directory": plan["cluster"]["unit_dir"], "pattern": PD_UNIT.pattern,
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": unit_names.SERVE_ENV_FILES.pattern, "keep": sorted(keep_env)},
+        {"directory": plan["cluster"]["unit_dir"], "pattern": unit_names.PD_PROXY_UNITS.pattern,
          "keep": sorted(proxy["unit"] for proxy in proxies), "units": True},
-        {"directory": settings["config_dir"].rstrip("/"), "pattern": PD_FILES.pattern,
+        {"directory": settings["config_dir"].rstrip("/"), "pattern": unit_names.PD_FILES.pattern,
          "keep": sorted([posixpath.basename(proxy["env_file"]) for proxy in proxies] +
                         [posixpath.basename(path) for path in tables])},
     ]})
@@ -207,7 +190,7 @@ def node_env(node, settings):
     if not is_fleet(node.plan):
         result = phase_node_env.desired(node, settings)
         backends.merge(result["apply"], {"sweep": [
-            {"directory": config_dir, "pattern": NODE_ENV.pattern,
+            {"directory": config_dir, "pattern": unit_names.NODE_ENV_FILES.pattern,
              "keep": [posixpath.basename(settings["file"]), posixpath.basename(settings["secrets_file"])]}]})
         return result
     results, wanted = [], []
@@ -221,7 +204,7 @@ def node_env(node, settings):
         results.append(phase_node_env.desired(view, mine))
     state, warnings = _merged(results)
     backends.merge(state, {"absent": [settings["profile"]], "sweep": [
-        {"directory": config_dir, "pattern": NODE_ENV.pattern, "keep": [posixpath.basename(p) for p in wanted]}]})
+        {"directory": config_dir, "pattern": unit_names.NODE_ENV_FILES.pattern, "keep": [posixpath.basename(p) for p in wanted]}]})
     return {"apply": state, "warnings": warnings, "record": {"files": wanted}}
 
 
@@ -273,8 +256,8 @@ def ray(node, settings):
             wanted = [view.plan["cluster"]["units"]["ray"]]
     state = result.get("apply") or {}
     backends.merge(state, {"sweep": [
-        {"directory": node.plan["cluster"]["unit_dir"], "pattern": RAY_UNIT.pattern, "keep": wanted, "units": True},
-        {"directory": config_dir, "pattern": RAY_FILES.pattern,
+        {"directory": node.plan["cluster"]["unit_dir"], "pattern": unit_names.RAY_UNITS.pattern, "keep": wanted, "units": True},
+        {"directory": config_dir, "pattern": unit_names.RAY_FILES.pattern,
          "keep": sorted(posixpath.basename(files[key]) for key in ("env", "token") if key in files)}]})
     result["apply"] = state
     return result

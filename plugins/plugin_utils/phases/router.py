@@ -14,7 +14,8 @@ import json
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import systemd
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
-from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY, UNIT
+from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 SETTINGS = {"program": "str", "maxconn": "int", "buffer_bytes": "int", "timeout_seconds": "int",
             "check_interval_ms": "int", "check_fall": "int", "check_rise": "int", "tls_certificate": "str"}
@@ -26,7 +27,7 @@ def paths(plan):
     directory = plan["cluster"]["config_dir"] + "/router"
     return {"directory": directory, "config": directory + "/haproxy.cfg", "map": directory + "/models.map",
             "models": directory + "/models.json", "keys": directory + "/clients.keys",
-            "env": directory + "/router.env", "unit": "%s/%s" % (plan["cluster"]["unit_dir"], UNIT)}
+            "env": directory + "/router.env", "unit": "%s/%s" % (plan["cluster"]["unit_dir"], unit_names.ROUTER)}
 
 
 def client_keys(node):
@@ -56,7 +57,7 @@ def desired(node, settings):
     router = plan.get("router")
     where = paths(plan)
     if not router or node.host not in router["hosts"]:
-        return {"apply": {"units": [{"name": UNIT, "file": where["unit"], "state": "absent"}],
+        return {"apply": {"units": [{"name": unit_names.ROUTER, "file": where["unit"], "state": "absent"}],
                           "absent": [where["unit"], where["directory"]]},
                 "record": {"routes": False}}
     keys = client_keys(node)
@@ -83,7 +84,7 @@ def desired(node, settings):
                     "runtime_directory": RUNTIME_DIRECTORY, "after": plan["cluster"]["units"]["firewall"]}},
     ]
     secrets = {where["keys"]: "".join("Bearer %s\n" % key for key in keys), where["env"]: env}
-    unit = {"name": UNIT, "file": where["unit"], "state": "started",
+    unit = {"name": unit_names.ROUTER, "file": where["unit"], "state": "started",
             # The engines' key is in the environment of the process; the rest is read again by a reload.
             "restart_on": [where["unit"], where["env"]],
             "reload_on": [where["config"], where["map"], where["models"], where["keys"]]}

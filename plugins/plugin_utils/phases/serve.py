@@ -13,7 +13,7 @@ import json
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd, unit_names
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
@@ -178,7 +178,7 @@ def watched(cluster):
 
 def watchdog_state_file(plan):
     """Where the serve watchdog keeps what it saw (status.yml reads it)."""
-    return "/run/%s.json" % plan["cluster"]["units"]["watchdog"][:-len(".service")]
+    return "/run/%s.json" % plan["cluster"]["units"]["watchdog"][:-len(unit_names.SUFFIX)]
 
 
 def watchdog(node, settings, serve_env):
@@ -191,7 +191,7 @@ def watchdog(node, settings, serve_env):
     cluster = plan["cluster"]
     directory = settings["config_dir"].rstrip("/")
     program = "%s/%s" % (directory, WATCHDOG_PROGRAM)
-    config_path = "%s/%s.json" % (directory, cluster["units"]["watchdog"][len("ascend-"):-len(".service")])
+    config_path = "%s/%s.json" % (directory, cluster["units"]["watchdog"][len(unit_names.PREFIX):-len(unit_names.SUFFIX)])
     unit = backends.unit_path(plan, "watchdog")
     values = {"serve_unit": cluster["units"]["serve"], "env_file": serve_env,
               "exec_start": backends.command_line(["/usr/bin/python3", program, config_path]),

@@ -10,6 +10,7 @@ import struct
 
 from ansible_collections.ascend.inference.plugins.module_utils.model import files, swarm, torrent
 from ansible_collections.ascend.inference.plugins.modules import model_transfer
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 
 class Node(object):
@@ -34,5 +35,5 @@ def test_the_nodes_tracker_lists_the_holders_first_and_each_member_once(tmp_path
     # aria2 tries the listed peers in order, a few at a time: the holder first, then the receivers.
     assert reply[b"peers"] == compact(["192.0.2.13", "192.0.2.11", "192.0.2.12"], 8731)
     [(unit, argv, address, port)] = node.served
-    assert unit == swarm.TRACKER_UNIT and (address, port) == ("192.0.2.11", 8732)
+    assert unit == unit_names.MODEL_TRACKER and (address, port) == ("192.0.2.11", 8732)
     assert argv[-4:] == ["--bind", "192.0.2.11", "--directory", str(tmp_path / swarm.TRACKER_DIR)]

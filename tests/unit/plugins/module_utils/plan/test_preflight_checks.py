@@ -6,11 +6,11 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
 from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks as checks
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 PLAN = {
-    "cluster": {"runtime": {"mode": "host"}, "units": planner.UNITS, "api_port": 8000, "ray_port": 6379,
+    "cluster": {"runtime": {"mode": "host"}, "units": unit_names.SINGLE, "api_port": 8000, "ray_port": 6379,
                 "dp_rpc_port": 29550, "engine_program": "vllm", "engine_distribution": "vllm-ascend",
                 "engine_version": "0.23.0", "model_manifest": "/etc/ascend-inference/model.manifest.json"},
     "nodes": {
@@ -100,9 +100,9 @@ def test_the_plans_npus_must_be_chips_of_the_node_while_npu_smi_answers():
 
 
 def test_ports_held_by_the_plans_units_are_ours():
-    held = [{"port": 8000, "process": None, "pid": None, "uid": 999, "unit": planner.UNITS["serve"]},
-            {"port": 6379, "process": "gcs_server", "pid": 9, "uid": 999, "unit": planner.UNITS["ray"]},
-            {"port": 29550, "process": None, "pid": None, "uid": 999, "unit": planner.UNITS["engine"]}]
+    held = [{"port": 8000, "process": None, "pid": None, "uid": 999, "unit": unit_names.SINGLE["serve"]},
+            {"port": 6379, "process": "gcs_server", "pid": 9, "uid": 999, "unit": unit_names.SINGLE["ray"]},
+            {"port": 29550, "process": None, "pid": None, "uid": 999, "unit": unit_names.SINGLE["engine"]}]
     assert checks.node_checks(probe(listeners=held), PLAN, "head", CONTEXT)["problems"] == []
     # Another ascend-* unit is not one of ours.
     foreign = [dict(held[0], unit="ascend-other.service")]

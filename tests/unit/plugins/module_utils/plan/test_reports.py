@@ -6,8 +6,8 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
 from ansible_collections.ascend.inference.plugins.module_utils.plan import reports
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 # `systemctl show --property=Id,LoadState,ActiveState,SubState,NRestarts,ActiveEnterTimestamp` as
 # systemd 252 prints it in the simulated nodes (molecule/serve_mp, 2026-12-02): one unit running, one
@@ -20,7 +20,7 @@ SHOW = ("NRestarts=2\nId=ascend-serve.service\nLoadState=loaded\nActiveState=act
 PLAN = {
     "cluster": {"engine": "vllm-ascend", "launcher": "ray", "tensor_parallel_size": 4, "pipeline_parallel_size": 2,
                 "data_parallel_size": 1, "served_model_name": "qwen3", "node_order": ["node1", "node2"],
-                "ray_nodes_expected": 2, "api_port": 8000, "units": planner.UNITS},
+                "ray_nodes_expected": 2, "api_port": 8000, "units": unit_names.SINGLE},
     "nodes": {"node1": {"role": "head", "node_ip": "192.0.2.11", "serve_argv": ["vllm", "serve", "/m"]},
               "node2": {"role": "worker", "node_ip": "192.0.2.12", "serve_argv": None}},
 }

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
-from ansible_collections.ascend.inference.plugins.module_utils.plan import planner
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import PlanError, make_plan
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 IMAGE = "quay.io/ascend/vllm-ascend:v0.23.0"
 HEX = "04598bc9955b" + "0" * 52
@@ -205,15 +205,15 @@ def test_supervisor_processes_look_like_the_host_units_for_status():
     status = json.dumps({"ray": {"state": "running", "pid": 6, "restarts": 2},
                          "serve": {"state": "waiting", "pid": None, "restarts": 0}})
     units = container.process_units(status, {"ActiveState": "active", "ActiveEnterTimestamp": "Tue 2026-12-01 20:42:03 UTC"},
-                                    planner.UNITS)
+                                    unit_names.SINGLE)
     assert units["ascend-ray.service"] == {"LoadState": "loaded", "ActiveState": "active",
                                            "SubState": "running in ascend-engine", "NRestarts": "2",
                                            "ActiveEnterTimestamp": "Tue 2026-12-01 20:42:03 UTC"}
     assert units["ascend-serve.service"]["ActiveState"] == "activating"
     # A stopped engine unit runs nothing, whatever a stale status said; garbage reads as nothing.
-    assert container.process_units(status, {"ActiveState": "inactive"}, planner.UNITS)["ascend-ray.service"] == {
+    assert container.process_units(status, {"ActiveState": "inactive"}, unit_names.SINGLE)["ascend-ray.service"] == {
         "LoadState": "not-found"}
-    assert container.process_units("Error: no container", {"ActiveState": "active"}, planner.UNITS)["ascend-serve.service"] == {
+    assert container.process_units("Error: no container", {"ActiveState": "active"}, unit_names.SINGLE)["ascend-serve.service"] == {
         "LoadState": "not-found"}
 
 

@@ -21,6 +21,7 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.operations import
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.11", "nic": "eth0", "npus_per_node": 4},
          {"name": "w", "node_ip": "192.0.2.12", "nic": "eth0", "npus_per_node": 4}]
@@ -623,7 +624,7 @@ def test_a_dp_group_across_nodes_gets_a_watchdog_on_each_of_its_nodes():
     # The serve release decides whether a probe can name its rank (vLLM 0.23's X-data-parallel-rank).
     assert config["rank_header"] == (releases.version_key(cluster["vllm_version"]) >= (0, 23))
     # The program and the configuration are kept by the sweep; the unit restarts when either changes.
-    watch = sweeps_of(head, per_instance.WATCHDOG_FILES.pattern)
+    watch = sweeps_of(head, unit_names.WATCHDOG_FILES.pattern)
     assert watch["keep"] == ["serve-watchdog.py", "watchdog-chat.json"]
     assert units(head)["ascend-watchdog-chat.service"]["restart_on"][1:] == [
         "/etc/ascend-inference/watchdog-chat.json", "/etc/ascend-inference/serve-watchdog.py"]
@@ -632,7 +633,7 @@ def test_a_dp_group_across_nodes_gets_a_watchdog_on_each_of_its_nodes():
     # Turned off, or a group on one node: no watchdog, and the sweep removes one an earlier run left.
     off = per_instance.serve(FakeNode("w", plan), dict(SERVE, watchdog_enabled=False))["apply"]
     assert "ascend-watchdog-chat.service" not in units(off)
-    assert sweeps_of(off, per_instance.WATCHDOG_UNIT.pattern)["keep"] == []
+    assert sweeps_of(off, unit_names.WATCHDOG_UNITS.pattern)["keep"] == []
 
 
 def test_a_watchdog_setting_below_1_is_refused_naming_it():

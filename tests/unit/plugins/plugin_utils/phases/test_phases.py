@@ -16,10 +16,11 @@ from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
     firewall as phase_firewall, hostnames, node_env, npu_network, ray as phase_ray, backends, serve as phase_serve)
 from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart, teardown
-from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring, planner
+from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
 from ansible_collections.ascend.inference.plugins.modules import node_apply
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.11", "nic": "eth0", "npus_per_node": 2},
          {"name": "w", "node_ip": "192.0.2.12", "nic": "eth0", "npus_per_node": 2}]
@@ -380,8 +381,8 @@ def test_teardown_stops_serve_first_and_wants_no_process_left():
     state = teardown.desired(FakeNode("h", make_plan(), run=listed), {})["apply"]
     # A prefill/decode proxy stops before the pools it joins, the router before everything.
     # The NPU exporter stops after the engines, before the firewall. A serve watchdog stops before its serve.
-    assert [u["name"] for u in state["units"]] == [planner.UNITS["firewall"], "ascend-npu-exporter.service"] + [
-        planner.UNITS[n] for n in ("ray", "engine", "serve", "watchdog")] + [
+    assert [u["name"] for u in state["units"]] == [unit_names.SINGLE["firewall"], "ascend-npu-exporter.service"] + [
+        unit_names.SINGLE[n] for n in ("ray", "engine", "serve", "watchdog")] + [
         "ascend-ray-big.service", "ascend-serve-chat.service", "ascend-watchdog-chat.service", "ascend-pd-ds.service",
         "ascend-router.service"]
     assert all(u["state"] == "stopped" and not u["enabled"] for u in state["units"])
