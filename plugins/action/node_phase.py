@@ -2,9 +2,9 @@
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One phase of one node in one task: its desired state computed here, on the controller, from the plan and the
-earlier phases' results (plugins/module_utils/phase_*.py), then applied by node_apply in one round trip; one line
-per changed path and per unit step; the phase's result kept as ascend_applied.<phase> (see
-plugins/modules/node_phase.py for the options and the result)."""
+earlier phases' results (plugin_utils/phases/registry.py names what computes each phase), then applied by node_apply
+in one round trip; one line per changed path and per unit step; the phase's result kept as ascend_applied.<phase>
+(see plugins/modules/node_phase.py for the options and the result)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,44 +15,12 @@ import copy
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
-from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
-    phase, cann, firewall, hostnames, per_instance, model, monitoring, node_env, npu_exporter, npu_network,
-    preflight, ray, router, serve)
-from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart, status, teardown
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import phase
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED, Node, rendered
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.registry import PHASES
 
 display = Display()
 
-# Each phase: what computes it, and the types of the settings it takes.
-PHASES = {
-    "preflight": (preflight.desired, preflight.SETTINGS),
-    "npu_query": (npu_network.query, npu_network.SETTINGS),
-    "npu_ping": (npu_network.ping, npu_network.SETTINGS),
-    "npu_report": (npu_network.report, {}),
-    "hostnames": (hostnames.desired, hostnames.SETTINGS),
-    "node_env": (per_instance.node_env, node_env.SETTINGS),
-    "node_env_ray": (per_instance.node_env_ray, node_env.SETTINGS),
-    "firewall": (firewall.desired, firewall.SETTINGS),
-    "ray_install": (ray.install, ray.SETTINGS),
-    "ray_token": (per_instance.ray_token, ray.SETTINGS),
-    "ray": (per_instance.ray, ray.SETTINGS),
-    "serve": (per_instance.serve, serve.SETTINGS),
-    "router": (router.desired, router.SETTINGS),
-    "npu_exporter": (npu_exporter.desired, npu_exporter.SETTINGS),
-    "monitoring": (monitoring.desired, monitoring.SETTINGS),
-    "ray_restart": (restart.ray, ray.SETTINGS),
-    "serve_restart": (restart.serve, restart.SERVE_SETTINGS),
-    "serve_rolling": (restart.rolling, restart.SERVE_SETTINGS),
-    "serve_group": (restart.serve_group, {}),
-    "teardown": (teardown.desired, {}),
-    "remove_node": (teardown.removed, teardown.REMOVE_SETTINGS),
-    "status": (status.status, status.SETTINGS),
-    "status_report": (status.report, {}),
-    "cann_stage": (cann.stage, cann.SETTINGS),
-    "model_settings": (model.settings, model.SETTINGS),
-    "model_schedule": (model.schedule, model.SETTINGS),
-    "model_hub": (model.hub, model.SETTINGS),
-}
 ARGUMENTS = dict(phase=dict(type="str", required=True, choices=sorted(PHASES)),
                  settings=dict(type="dict", default={}))
 

@@ -48,7 +48,8 @@ options:
         worker's Ray restarted once its head's did.
       - V(ray_install) - Ray in the engine's Python environment where the preflight did not find it (host mode).
       - V(ray_token) - reads each node's Ray token, and draws one the cluster may need (run with C(no_log)).
-      - V(ray), V(serve) - the processes, on the host or in the engine container.
+      - V(ray), V(serve) - the processes, on the host or in the engine container; V(serve_group) - after V(serve),
+        the other nodes of an mp data-parallel group that spans nodes restarted where V(serve) restarted some of them.
       - V(router) - the endpoint in front of the instances (HAProxy) on the plan's router hosts.
       - V(ray_restart), V(serve_restart) - restart.yml's phases (V(serve_rolling), once - the instances to restart one
         at a time behind the router); V(teardown) - every service stopped and disabled; V(remove_node) - on the node
@@ -63,7 +64,8 @@ options:
     required: true
     choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, monitoring, node_env,
               node_env_ray, npu_exporter, npu_ping, npu_query, npu_report, preflight, ray, ray_install, ray_restart,
-              ray_token, remove_node, router, serve, serve_restart, serve_rolling, status, status_report, teardown]
+              ray_token, remove_node, router, serve, serve_group, serve_restart, serve_rolling, status, status_report,
+              teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict
