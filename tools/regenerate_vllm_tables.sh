@@ -8,8 +8,9 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=${VLLM_TABLES_WORK:-/tmp/vllm-tables}
-# Keep in step with plugins/module_utils/engines/releases.py (a unit test checks that
-# every table it lists exists and names its release).
+# Keep in step with VLLM_RELEASES in plugins/module_utils/engines/releases.py and
+# plugins/module_utils/engines/option_tables.py (unit tests check that every table
+# they list exists and names its release).
 SUPPORTED="0.9.1 0.11.0 0.23.0 0.33.0"
 # vLLM's GPU kernels and their CUDA stacks are not needed to build the parser: the
 # CPU torch stands in for the pinned one (the options do not depend on it).

@@ -10,6 +10,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED
 
@@ -52,6 +53,6 @@ def describe(host, cluster, found):
     versions = inside.get("versions") or {}
     return "%s: %s (%s), %s %s on vLLM %s, Ray %s, CANN %s, Python %s" % (
         host, cluster["runtime"]["image"], container.short_id(found["id"]) or "to be " + found["action"],
-        cluster["engine_distribution"], versions.get(cluster["engine_distribution"]) or "?", versions.get("vllm") or "?",
+        cluster["engine_distribution"], versions.get(cluster["engine_distribution"]) or "?", versions.get(releases.VLLM_DISTRIBUTION) or "?",
         versions.get("ray") or "none", ", ".join(container.image_cann_versions(inside)) or "not found",
         inside.get("python") or "?")

@@ -133,7 +133,7 @@ def _image_id(module, program, image):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            engine=dict(type="str", default="auto", choices=list(container.ENGINES)),
+            engine=dict(type="str", default="auto", choices=list(container.CONTAINER_ENGINES)),
             image=dict(type="str", required=True),
             pull=dict(type="bool", default=False),
             archive=dict(type="path"),

@@ -300,6 +300,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
 from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.node import environment
 from ansible_collections.ascend.inference.plugins.module_utils.node import readers
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read as _read
@@ -405,7 +406,7 @@ def _engine(module, spec):
         if not found["interpreter"]:
             found["error"] = "no Python interpreter found from its first line %r" % first_line.strip()
         else:
-            distributions = [spec["distribution"], "vllm"]
+            distributions = [spec["distribution"], releases.VLLM_DISTRIBUTION]
             rc, out, err = _run(module, [found["interpreter"], "-c", probe.PYTHON_VERSIONS] + distributions)
             try:
                 found["versions"] = json.loads(out)["distributions"] if rc == 0 else None

@@ -105,3 +105,21 @@ def test_node_env_restarts_the_plans_units_by_default():
     with open(os.path.join(REPO, "roles", "node_env", "meta", "argument_specs.yml")) as handle:
         options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
     assert options["node_env_services"]["default"] == expected
+
+
+def test_the_engines_documented_are_the_release_tables():
+    # ascend_engine in the plan role's spec and parallel_plan's engine option; both describe ascend_engine_version
+    # with every shipped vLLM table and each engine's default release (module_utils/engines/releases.py).
+    from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+    from ansible_collections.ascend.inference.plugins.modules import parallel_plan
+    with open(os.path.join(REPO, "roles", "plan", "meta", "argument_specs.yml")) as handle:
+        spec = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    module = yaml.safe_load(parallel_plan.DOCUMENTATION)["options"]
+    for engine, version in ((spec["ascend_engine"], spec["ascend_engine_version"]),
+                            (module["engine"], module["engine_version"])):
+        assert sorted(engine["choices"]) == sorted(releases.ENGINES)
+        prose = " ".join(version["description"])
+        for vllm in releases.VLLM_RELEASES:
+            assert re.search(r"(?<![\d.])%s(?!\d)" % re.escape(vllm), prose), vllm
+        for default in releases.DEFAULT_ENGINE_VERSIONS.values():
+            assert default in prose, default

@@ -10,6 +10,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+
 # One sample of Prometheus' text format: a name, labels or none, a value (a timestamp may follow).
 SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>\S+)(?:\s+\S+)?$")
 GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
@@ -32,7 +34,8 @@ def in_flight(text):
 
 LABELLED = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)(?:\s+\S+)?$")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-KV_CACHE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+# The KV-cache use under every shipped release's name, the newest's first.
+KV_CACHE = tuple(releases.metric_names("kv_cache_usage"))
 TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
 
 

@@ -31,6 +31,7 @@ import os
 import re
 import stat
 
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann, hccn
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
@@ -38,9 +39,9 @@ from ansible_collections.ascend.inference.plugins.module_utils.runtime import un
 FORMAT = 2
 # The inventory's values a replay needs to judge as the live checks did (no secret among them).
 SETTINGS = ("ascend_engine", "ascend_engine_version", "ascend_service_user", "ascend_python_env", "ascend_launcher")
-# The engine programs and the distributions whose versions the preflight reads (engine_versions).
-ENGINE_PROGRAMS = ("vllm", "vllm-mindspore")
-ENGINE_DISTRIBUTIONS = ("vllm", "vllm-ascend", "vllm-mindspore")
+# The engine programs and the distributions whose versions the preflight reads.
+ENGINE_PROGRAMS = releases.PROGRAMS
+ENGINE_DISTRIBUTIONS = releases.DISTRIBUTIONS
 # A port on a unit's command line, its words quoted or not (module_utils/runtime/systemd.command_line quotes them):
 # --port 8000, "--port" "8000", --data-parallel-rpc-port=29550.
 PORT_OPTION = re.compile(r'--([a-z-]*port)(?:=|"?\s+"?)(\d+)')

@@ -10,6 +10,8 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+
 DAVINCI = re.compile(r"^davinci(\d+)$")
 SS_PORT = re.compile(r"^(.*):(\d+)$")
 SS_PROCESS = re.compile(r'\(\("([^"]+)",pid=(\d+)')
@@ -131,7 +133,7 @@ def engine_problems(found, distribution, engine_version, vllm_version):
         what = "the installed %s is %s" % (distribution, installed) if installed else \
             "no %s distribution is installed" % distribution
         problems.append("ascend_engine_version is %s but %s: %s" % (engine_version, what, where))
-    vllm = versions.get("vllm")
+    vllm = versions.get(releases.VLLM_DISTRIBUTION)
     if _public(vllm) != _public(vllm_version):
         problems.append("%s %s runs on vLLM %s but %s: %s" % (
             distribution, engine_version, vllm_version,

@@ -4,11 +4,9 @@
 """The collection's Prometheus rules (pure logic): recording rules that give every supported vLLM release one set
 of names, and the alerts, their thresholds and ``for:`` durations from the monitoring role's variables.
 
-vLLM's names by release (vllm/v1/metrics/loggers.py of each wheel; tests/unit/plugins/module_utils/engines/fixtures/
-vllm_metrics): the KV-cache use is ``vllm:gpu_cache_usage_perc`` in 0.9.1, ``vllm:kv_cache_usage_perc`` from 0.11
-(0.11 still has the old one behind --show-hidden-metrics-for-version); the inter-token latency histogram is
-``vllm:time_per_output_token_seconds`` in 0.9.1 and ``vllm:inter_token_latency_seconds`` from 0.11. ``a or b``
-keeps a's series where both exist, so a release that exports both is not counted twice."""
+vLLM's names differ by release (engines/releases.py, VLLM_RELEASES: the KV-cache use and the inter-token latency
+histogram were renamed in 0.11); each rule reads every shipped release's name, ``a or b`` keeping a's series where
+both exist, so a release that exports both is not counted twice."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,6 +14,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan.monitoring import JOBS
 
 # Labels the engines' series carry from their targets (monitoring_plan.engine_targets).
@@ -32,12 +31,12 @@ RECORDS = [
     ("ascend:vllm_requests_waiting", "sum by (%s) (vllm:num_requests_waiting)" % BY),
     # A fraction (vLLM: 1 is 100 percent), the fullest engine of the server.
     ("ascend:vllm_kv_cache_usage:ratio",
-     "max by (%s) (vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc)" % BY),
+     "max by (%s) (%s)" % (BY, " or ".join(releases.metric_names("kv_cache_usage")))),
     ("ascend:vllm_time_to_first_token_seconds_bucket:rate5m",
      "sum by (%s, le) (rate(vllm:time_to_first_token_seconds_bucket[5m]))" % BY),
     ("ascend:vllm_inter_token_latency_seconds_bucket:rate5m",
-     "sum by (%s, le) (rate(vllm:inter_token_latency_seconds_bucket[5m]) "
-     "or rate(vllm:time_per_output_token_seconds_bucket[5m]))" % BY),
+     "sum by (%s, le) (%s)" % (BY, " or ".join("rate(%s_bucket[5m])" % name
+                                               for name in releases.metric_names("inter_token_latency")))),
     ("ascend:vllm_requests_finished:rate5m", "sum by (%s) (rate(vllm:request_success_total[5m]))" % BY),
     ("ascend:vllm_generation_tokens:rate5m", "sum by (%s) (rate(vllm:generation_tokens_total[5m]))" % BY),
     ("ascend:vllm_prompt_tokens:rate5m", "sum by (%s) (rate(vllm:prompt_tokens_total[5m]))" % BY),

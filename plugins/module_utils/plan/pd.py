@@ -38,11 +38,12 @@ POOL_SETTINGS = ("hosts", "npus_per_host", "devices", "tensor_parallel_size", "p
 PLACEMENT = ("hosts", "npus_per_host", "devices")
 KV_SETTINGS = ("connector", "kv_port", "extra_config")
 ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
-MOONCAKE = "MooncakeConnectorV1"
-LLMDATADIST = "LLMDataDistCMgrConnector"
-# The connector each vLLM release's vllm-ascend registers (vllm_ascend/distributed/__init__.py, 0.23's
-# kv_transfer/__init__.py) and this release builds, the first the default; only releases whose source was read.
-CONNECTORS = {"0.23.0": (MOONCAKE,), "0.11.0": (LLMDATADIST,), "0.9.1": (LLMDATADIST,)}
+MOONCAKE = releases.MOONCAKE
+LLMDATADIST = releases.LLMDATADIST
+# The connectors each vLLM release's vllm-ascend registers and this release builds, the first the default; only
+# releases whose source was read (engines/releases.py).
+CONNECTORS = dict((vllm, release["kv_connectors"]) for vllm, release in releases.VLLM_RELEASES.items()
+                  if release["kv_connectors"])
 NOT_BUILT = {
     "MooncakeLayerwiseConnector": "its proxy sends each request to the decode first and is called back at "
                                   "/v1/metaserver; this release builds the prefill-first flow of MooncakeConnectorV1",
@@ -51,7 +52,8 @@ NOT_BUILT = {
 }
 # LLMDataDist's RPC base port, under the name each release reads (vllm_ascend/envs.py; renamed in 0.10, #2399), and
 # its default there. A worker binds base + DP rank x TP + TP rank (llmdatadist_c_mgr_connector.py).
-RPC_PORT_ENV = {"0.9.1": "VLLM_LLMDD_RPC_PORT", "0.11.0": "VLLM_ASCEND_LLMDD_RPC_PORT"}
+RPC_PORT_ENV = dict((vllm, release["llmdd_rpc_port_env"]) for vllm, release in releases.VLLM_RELEASES.items()
+                    if release["llmdd_rpc_port_env"])
 RPC_PORT_BASE = 5557
 RANK_TABLE_ENV = "DISAGGREGATED_PREFILL_RANK_TABLE_PATH"
 RANK_TABLE = "ranktable-%s.json"

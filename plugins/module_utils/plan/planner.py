@@ -18,14 +18,10 @@ import json
 import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
-from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+from ansible_collections.ascend.inference.plugins.module_utils.engines import option_tables, releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, unit_names
 
-ENGINES = {
-    "vllm-mindspore": ["vllm-mindspore", "serve"],
-    "vllm-ascend": ["vllm", "serve"],
-}
 LAUNCHERS = ("ray", "mp")
 MODEL_BACKENDS = ("MindFormers", "Native", "MindOne")
 
@@ -396,7 +392,7 @@ def _user_options(options, release, check):
 def _engine_release(settings, check):
     """The engine release, the vLLM it runs on and that vLLM's option table; None when unknown."""
     engine = settings["engine"]
-    if engine not in ENGINES:
+    if engine not in releases.ENGINES:
         return None
     version = settings["engine_version"]
     if version is None:
@@ -408,7 +404,7 @@ def _engine_release(settings, check):
         return None
     return {"engine_version": str(version), "vllm": vllm,
             "label": "%s %s" % (engine, version),
-            "options": releases.OPTION_TABLES[vllm].SERVE_OPTIONS}
+            "options": option_tables.OPTION_TABLES[vllm].SERVE_OPTIONS}
 
 
 def _expert_parallel(settings, tp, dp, check):
@@ -565,7 +561,7 @@ def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, 
     if launcher == "ray" and node is not head:
         return None
     name = node["name"]
-    argv = list(ENGINES[settings["engine"]]) + [settings["model"]]
+    argv = list(releases.ENGINES[settings["engine"]]["serve"]) + [settings["model"]]
     if node is not head:
         argv.append("--headless")
     argv += ["--tensor-parallel-size", str(settings["tensor_parallel_size"])]
@@ -592,8 +588,9 @@ def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, 
 
 
 def _check_settings(settings, check):
-    if settings["engine"] not in ENGINES:
-        check.fail("ascend_engine must be one of %s (found %r)", ", ".join(sorted(ENGINES)), settings["engine"])
+    if settings["engine"] not in releases.ENGINES:
+        check.fail("ascend_engine must be one of %s (found %r)", ", ".join(sorted(releases.ENGINES)),
+                   settings["engine"])
     if settings["launcher"] not in LAUNCHERS:
         check.fail("ascend_launcher must be one of %s (found %r)", ", ".join(LAUNCHERS), settings["launcher"])
     if str(settings["model_backend"]).lower() not in [b.lower() for b in MODEL_BACKENDS]:
@@ -780,7 +777,7 @@ def make_plan(settings, nodes):
             "engine": settings["engine"],
             "engine_version": release["engine_version"],
             "engine_distribution": releases.ENGINE_DISTRIBUTIONS[settings["engine"]],
-            "engine_program": ENGINES[settings["engine"]][0],
+            "engine_program": releases.ENGINES[settings["engine"]]["serve"][0],
             "vllm_version": release["vllm"],
             "launcher": settings["launcher"],
             "model": settings["model"],

@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
+
 DP_RPC_FLAG = "--data-parallel-rpc-port"
 
 
@@ -67,7 +69,7 @@ def _engine(probe, cluster, context, host):
                           cluster["engine_version"])), None
     versions = engine["versions"]
     summary = "%s %s on vLLM %s" % (cluster["engine_distribution"],
-                                    versions.get(cluster["engine_distribution"]) or "none", versions.get("vllm") or "none")
+                                    versions.get(cluster["engine_distribution"]) or "none", versions.get(releases.VLLM_DISTRIBUTION) or "none")
     return list(engine["problems"]), None, summary
 
 

@@ -15,8 +15,9 @@ from ansible_collections.ascend.inference.plugins.module_utils.plan.fleet import
 from ansible_collections.ascend.inference.plugins.module_utils.plan import (
     monitoring as monitoring_plan, router as router_plan)
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import (
-    DEFAULTS, ENGINES, LAUNCHERS, NODE_DEFAULTS, PlanError, make_plan)
-from ansible_collections.ascend.inference.plugins.module_utils.runtime.container import ENGINES as CONTAINER_ENGINES
+    DEFAULTS, LAUNCHERS, NODE_DEFAULTS, PlanError, make_plan)
+from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import ENGINES
+from ansible_collections.ascend.inference.plugins.module_utils.runtime.container import CONTAINER_ENGINES
 from ansible_collections.ascend.inference.plugins.module_utils.runtime.container import RUNTIMES
 
 NODE_SPEC = dict(

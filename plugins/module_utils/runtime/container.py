@@ -23,12 +23,13 @@ __metaclass__ = type
 import json
 import posixpath
 
+from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.node import cann
 from ansible_collections.ascend.inference.plugins.module_utils.node import probe
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 RUNTIMES = ("host", "container")
-ENGINES = ("auto", "podman", "docker")
+CONTAINER_ENGINES = ("auto", "podman", "docker")
 NAME = "ascend-engine"
 # The processes the supervisor runs, as host mode runs them in units of their own.
 PROCESSES = ("ray", "serve")
@@ -62,8 +63,8 @@ def settings_problems(runtime, image, engine, service_user):
     problems = []
     if runtime not in RUNTIMES:
         return ["ascend_runtime must be one of %s (found %r)" % (", ".join(RUNTIMES), runtime)]
-    if engine not in ENGINES:
-        problems.append("ascend_container_engine must be one of %s (found %r)" % (", ".join(ENGINES), engine))
+    if engine not in CONTAINER_ENGINES:
+        problems.append("ascend_container_engine must be one of %s (found %r)" % (", ".join(CONTAINER_ENGINES), engine))
     if runtime == "container":
         if not isinstance(image, str) or not image.strip():
             problems.append("ascend_container_image is required with ascend_runtime: container (the engine "
@@ -187,7 +188,7 @@ NNAL_SET_ENV = ASCEND_HOME + "/nnal/atb/set_env.sh"
 def inspect_argv():
     """The python3 arguments that read an image: the CANN layouts as the host probe knows them."""
     ask = {
-        "distributions": ["vllm", "vllm-ascend", "vllm-mindspore", "ray"],
+        "distributions": list(releases.DISTRIBUTIONS) + ["ray"],
         "install_files": [posixpath.join(ASCEND_HOME, pattern) for layout in cann.LAYOUTS
                           for pattern in cann.INSTALL_INFO[layout]],
         # The newer layout first, as on hosts.

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import OPTION_TABLES
+from ansible_collections.ascend.inference.plugins.module_utils.engines.option_tables import OPTION_TABLES
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "..")
 

@@ -561,7 +561,7 @@ def test_plan_is_deterministic():
 # --- engine releases and their vLLM option tables ------------------------------
 
 def _table(vllm):
-    from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import OPTION_TABLES
+    from ansible_collections.ascend.inference.plugins.module_utils.engines.option_tables import OPTION_TABLES
     return OPTION_TABLES[vllm].SERVE_OPTIONS
 
 
