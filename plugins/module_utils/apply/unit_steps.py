@@ -60,10 +60,6 @@ def _enabled(state):
     return (state or {}).get("UnitFileState") in ENABLED
 
 
-def _loaded(state):
-    return (state or {}).get("LoadState") == "loaded"
-
-
 def unit_steps(units, changed_paths, removed_paths, current):
     """The steps for UNITS (their specs, in start order) as ("stop", name), ("disable", name), ("daemon-reload",
     None), ("enable", name), ("start", name), ("restart", name), ("try-restart", name) or ("reload", name), in the

@@ -37,7 +37,6 @@ while True:
         break
     time.sleep(1)
 """
-MODES = ("auto", "always", "never")
 # From this many receiving nodes on, model_pipeline: auto pipelines (below, the rounds are as fast).
 AUTO_FROM = 3
 STATUS_KEYS = ["gid", "status", "totalLength", "completedLength", "verifiedLength", "verifyIntegrityPending",

@@ -26,7 +26,6 @@ HOST_VARIABLES = {
     "ascend_data_parallel_size_local": ("int", None),
     "ascend_data_parallel_start_rank": ("int", None),
 }
-BOOLEAN_TEXT = ("yes", "no", "true", "false", "on", "off", "1", "0", "y", "n")
 WHAT = {"int": "a whole number", "bool": "true or false", "dict": "a mapping", "list": "a list",
         "str": "text", "path": "text (a path)"}
 PLURAL = {"int": "whole numbers", "str": "texts", "dict": "mappings"}

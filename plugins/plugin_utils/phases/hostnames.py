@@ -15,7 +15,8 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase impo
 # RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.
 VALID_NAME = r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'
 MARKER = "# {mark} ascend.inference cluster nodes"
-# What the module sets itself; any other strategy is ansible.builtin.hostname's (the role's own task).
+# What node_apply sets itself; any other strategy is ansible.builtin.hostname's (the role's own task, run where the
+# record's set_by_phase is false).
 OWN_STRATEGIES = ("", "systemd", "file")
 NODE_VARS = ("ascend_hostname", "ascend_node_ip", "ansible_host")
 SETTINGS = {"strategy": "str", "manage_etc_hosts": "bool"}
@@ -37,8 +38,8 @@ def desired(node, settings):
         # A bind-mounted /etc/hostname (containers) cannot be replaced by rename: written in place then.
         state["files"] = [{"path": "/etc/hostname", "content": name + "\n", "mode": "0644", "mount_point": True}]
         state["hostname"] = {"name": name, "strategy": "file"}
-    elif strategy in ("", "systemd"):
+    elif strategy in OWN_STRATEGIES:
         state["hostname"] = {"name": name, "strategy": "systemd"}
     if settings["manage_etc_hosts"]:
         state["blocks"] = [{"path": "/etc/hosts", "marker": MARKER, "block": etc_hosts.etc_hosts_block(nodes)}]
-    return {"apply": state, "record": {"name": name}}
+    return {"apply": state, "record": {"name": name, "set_by_phase": strategy in OWN_STRATEGIES}}

@@ -1,13 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What every phase's desired state shares (pure logic, no I/O).
+"""What every phase's desired state shares.
+
+A phase computes on the controller: what it wants done is the node_apply options it returns. Where it must first
+read the node (a directory listing, the Ray token, a unit's state, /health), it asks through ``node.run``, which
+runs a module there in --check too; everything else comes from the plan, its settings and the earlier phases'
+records. Two phases are a command rather than a state (model_hub's download, ray_install's pip): they run it
+through ``node.run`` as well, never in --check.
 
 A phase's ``desired(node, settings)`` returns {"apply": the node_apply options, or None for a phase that only
 reads; "record": what it keeps in ascend_applied.<phase> for later phases (None: nothing, for a phase run once
 for the play); "warnings", "notes": lines for the log; "show": a report shown as it is; "changed": whether a
 phase that applies nothing changed the node; "fresh": the run's record starts again here; "after": a function of
-node_apply's result whose answer joins the record}. Files may be given as {"template": name, "values": {...}}, rendered by the action plugin with plain Jinja.
+node_apply's result whose answer joins the record}. Files may be given as {"template": name, "values": {...}},
+rendered by the action plugin with plain Jinja.
 ``node`` is the controller's view of one host (plugins/plugin_utils/phases/node.py): host, plan, check_mode,
 var(), group(), play_hosts(), applied(), run(), file().
 """

@@ -306,6 +306,14 @@ def test_host_names_are_checked_across_the_cluster():
     assert state["blocks"][0]["block"] == "192.0.2.11      h\n192.0.2.12      w"
 
 
+@pytest.mark.parametrize("strategy, by_phase", [("", True), ("systemd", True), ("file", True), ("debian", False)])
+def test_a_strategy_node_apply_does_not_take_is_left_to_the_roles_hostname_task(strategy, by_phase):
+    # roles/hostnames/tasks/main.yml runs ansible.builtin.hostname where the record says the phase did not set it.
+    found = hostnames.desired(FakeNode("w", make_plan()), {"strategy": strategy, "manage_etc_hosts": False})
+    assert found["record"] == {"name": "w", "set_by_phase": by_phase}
+    assert ("hostname" in found["apply"]) == by_phase
+
+
 def test_the_node_environment_reads_cann_once_and_restarts_what_loads_it():
     plan = make_plan()
     settings = {"file": "/etc/a/node.env", "secrets_file": "/etc/a/secrets.env", "profile": "/etc/profile.d/a.sh",
