@@ -44,7 +44,7 @@ def fleet_plan(instances_module):
 
 
 def write_files(tmp_path, collection, thresholds=None):
-    """What phase_monitoring writes on a monitoring host, under TMP_PATH; returns the configuration's path."""
+    """What the monitoring phase writes on a monitoring host, under TMP_PATH; returns the configuration's path."""
     instances, monitoring_plan, _rules, phase_monitoring = collection
     plan = fleet_plan(instances)
     plan["monitoring"] = monitoring_plan.section(plan, {"npu_exporter_enabled": True})[0]

@@ -85,7 +85,7 @@ def test_systemd_passes_every_hostile_argument_unchanged(host):
 
 
 def test_the_collections_units_use_it():
-    """Every unit's command lines are quoted by it (phase_runtime.command_line) and the templates only render them
+    """Every unit's command lines are quoted by it (plugin_utils/phases/backends.command_line) and the templates only render them
     (so the test above covers them)."""
     root = os.path.join(HERE, "..", "..", "..")
     for template in ("roles/serve/templates/ascend-serve.service.j2",

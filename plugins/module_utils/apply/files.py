@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The file half of node_apply on the node: read what a path holds, write a file atomically (a temporary file
 beside it with its final owner and mode, fsync, rename), correct attributes, remove what a state no longer
-wants. What differs and how --diff shows it is pure logic in managed_files."""
+wants. What differs and how --diff shows it is pure logic in apply/file_diff.py."""
 
 from __future__ import absolute_import, division, print_function
 

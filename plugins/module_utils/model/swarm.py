@@ -111,7 +111,7 @@ def aria2_conf(directory, address, port, control_port, secret, lifetime, peers, 
 
 
 def held_anything(found):
-    """Whether a receiver holds any byte under the model directory (``found``: model_files.walk()), which aria2
+    """Whether a receiver holds any byte under the model directory (``found``: model/files.walk()), which aria2
     must check piece by piece before it fetches. Where it holds nothing, aria2 skips that check: a check, even of
     nothing, puts its first request to the tracker off by one of its one-second rounds, and the connections to
     the holders by another (8 nodes: the first piece 3.1 s after aria2 started against 1.2 s, bench/FANOUT.md).
@@ -121,7 +121,7 @@ def held_anything(found):
 
 def fetch_seconds(found, started):
     """How long a node's fetch took: from its aria2's start (``started``, seconds since the epoch) to the last
-    byte written under the model directory (``found``: model_files.walk(), mtimes in ns); 0 where it fetched
+    byte written under the model directory (``found``: model/files.walk(), mtimes in ns); 0 where it fetched
     nothing. Right also when the look that saw the end came late: with Ansible's forks fewer than the nodes, a
     node's wait may begin after its aria2 finished. None when either is unknown."""
     if started is None or not found:

@@ -267,7 +267,7 @@ def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None,
     """Plan every instance of ascend_instances. SETTINGS: the cluster's (planner.DEFAULTS keys, engine, model), every
     instance's defaults; NODES: as for make_plan; INSTANCES: {name: settings}; MODEL_CONFIGS: {name: config.json}
     of the instances that name their own model (else the model's checks are skipped for them); ROUTER: the
-    endpoint's settings (router_plan.DEFAULTS keys); PD_PROXY_DIR: where vllm-ascend's disaggregated-prefill proxy
+    endpoint's settings (plan/router.DEFAULTS keys); PD_PROXY_DIR: where vllm-ascend's disaggregated-prefill proxy
     is on the nodes (instances with prefill and decode pools). Returns {"instances": {name: plan}, "allocation": {...},
     "cluster": {...}, "nodes": {...}, "router": {...} or None, "warnings": [...]} or raises PlanError with every
     problem."""

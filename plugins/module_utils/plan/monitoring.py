@@ -8,7 +8,7 @@ the labels a person filters by, the NPU exporter on each node, and the monitorin
   instance (the ascend_instances name, ``default`` for the single model), model (the served name), role (serve,
   prefill or decode), node and dp_rank (the node's first DP rank, where DP spans nodes). The label ``instance``
   replaces Prometheus' host:port: a person filters by the name they gave.
-- router: HAProxy's prometheus-exporter on each router host (router_plan's metrics_port).
+- router: HAProxy's prometheus-exporter on each router host (plan/router.py's metrics_port).
 - npu: the NPU exporter (Huawei MindCluster npu-exporter) on every node, where enabled.
 Changing the instances changes these groups only: Prometheus reads them again without a restart."""
 

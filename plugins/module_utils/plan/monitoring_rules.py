@@ -17,7 +17,7 @@ import json
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan.monitoring import JOBS
 
-# Labels the engines' series carry from their targets (monitoring_plan.engine_targets).
+# Labels the engines' series carry from their targets (plan/monitoring.engine_targets).
 BY = "instance, model, role, node"
 THRESHOLDS = {
     "engine_down_for": "1m", "npu_unhealthy_for": "1m", "npu_link_down_for": "1m",

@@ -73,14 +73,14 @@ ARGUMENT_SPEC = dict(
     # What the caller does with a plan of several instances: plan.yml shows it, the others deploy it (refused
     # where this release cannot).
     instances_use=dict(type="str", default="deploy", choices=["plan", "deploy"]),
-    # The endpoint in front of the instances (router_plan): hosts from group ascend_router (None: the default).
+    # The endpoint in front of the instances (plan/router.py): hosts from group ascend_router (None: the default).
     router_enabled=dict(type="bool", default=True),
     router_hosts=dict(type="list", elements="str"),
     router_port=dict(type="int", default=router_plan.DEFAULTS["port"]),
     router_metrics_port=dict(type="int", default=router_plan.DEFAULTS["metrics_port"]),
     # Where vllm-ascend's examples/disaggregated_prefill_v1 is on the nodes (instances with prefill/decode pools).
     pd_proxy_dir=dict(type="str"),
-    # What Prometheus scrapes (monitoring_plan): the NPU exporter on every node, and the hosts of group
+    # What Prometheus scrapes (plan/monitoring.py): the NPU exporter on every node, and the hosts of group
     # ascend_monitor (the action reads them from the inventory), which the firewall admits to the scraped ports.
     npu_exporter_enabled=dict(type="bool", default=monitoring_plan.DEFAULTS["npu_exporter_enabled"]),
     npu_exporter_port=dict(type="int", default=monitoring_plan.DEFAULTS["npu_exporter_port"]),

@@ -70,7 +70,7 @@ def claim_ports(ports, router, hosts):
 def section(router, hosts, names, plans, addresses, pd=None):
     """The plan's ``router``: None when disabled, else its hosts and their addresses, its ports, unit, and one
     backend per served model name whose servers are the instances serving it (name order); a prefill/decode
-    instance's server is its proxy (PD: pd_plan.finish's entries), not its pools."""
+    instance's server is its proxy (PD: plan/pd.finish's entries), not its pools."""
     if not router["enabled"]:
         return None
     pd = pd or {}

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The cann role's first decision, on the controller (logic in cann_install.py): where each package comes from and
+"""The cann role's first decision, on the controller (logic in module_utils/node/cann_install.py): where each package comes from and
 where the node keeps it (cann_stage, its answer registered), refused naming what is wrong with cann_packages."""
 
 from __future__ import absolute_import, division, print_function

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The model role's decisions, on the controller (logic in model_files.py): its variables checked once for the play
+"""The model role's decisions, on the controller (logic in module_utils/model/files.py): its variables checked once for the play
 (model_settings), then, from every node's check against the manifest, what a copy cannot mend and who copies from
 whom in which round (model_schedule, once for the play, its answer registered for every node), and a hub's download
 command on the head (model_hub)."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
-"""Metrics (module_utils/plan/monitoring, monitoring_rules, phase_monitoring, phase_firewall's monitoring hosts):
-the Prometheus targets from the plan and their labels, the rules' vLLM names checked against the metrics each
-supported release defines (fixtures/vllm_metrics, written by tools/extract_vllm_metrics.py from each wheel's
+"""Metrics (module_utils/plan/monitoring and monitoring_rules, plugin_utils/phases/monitoring, the firewall phase's
+monitoring hosts): the Prometheus targets from the plan and their labels, the rules' vLLM names checked against the metrics each
+supported release defines (engines/fixtures/vllm_metrics, written by tools/extract_vllm_metrics.py from each wheel's
 vllm/v1/metrics/loggers.py), and the dashboard shipped with the monitoring role."""
 
 from __future__ import absolute_import, division, print_function

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Prefill/decode disaggregation in the planner (module_utils/plan/pd, through instances.make_fleet_plan).
+"""Prefill/decode disaggregation in the planner (module_utils/plan/pd, through fleet.make_fleet_plan).
 
 The layout is the vllm-ascend 0.23.0 tutorial's (docs/source/tutorials/features/
 pd_disaggregation_mooncake_multi_node.md: prefill TP8 on two Atlas 800T A3 nodes, decode DP32/TP1 on two), each
