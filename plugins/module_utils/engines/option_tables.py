@@ -16,7 +16,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.engines import (
 )
 
 # vLLM release -> its serve option table (tools/regenerate_vllm_tables.sh writes them); the same releases as
-# releases.VLLM_RELEASES (tests/unit/plugins/module_utils/engines/test_engine_releases.py).
+# releases.VLLM_RELEASES (tests/unit/plugins/module_utils/engines/test_releases.py).
 OPTION_TABLES = dict(
     (table.VLLM_VERSION, table) for table in (
         vllm_options_0_9_1, vllm_options_0_11_0, vllm_options_0_23_0, vllm_options_0_33_0))
