@@ -25,7 +25,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.ascend.inference.plugins.module_utils.model import files
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.plugin_utils import progress
 from ansible_collections.ascend.inference.plugins.module_utils.model import swarm
 from ansible_collections.ascend.inference.plugins.module_utils.model import torrent
@@ -198,7 +198,7 @@ class ActionModule(ActionBase):
             finished = push.poll() is not None if push is not None else status["finished"]
             elapsed = max(time.monotonic() - start, 0.001)
             done = status["bytes_present"]
-            line = files.progress_status(seeder, done, args["manifest"]["bytes"], max(done - before, 0) / elapsed)
+            line = model_files.progress_status(seeder, done, args["manifest"]["bytes"], max(done - before, 0) / elapsed)
             if throttle.due(elapsed, seeder) or finished:
                 display.display("%s: model, round %d, %s" % (self.host, transfer["round"], line))
             if finished:
@@ -208,7 +208,7 @@ class ActionModule(ActionBase):
         args, seeder = self.args, transfer["seeder"]
         if push is not None:
             code, output = push.returncode, self.push_output()
-            stats = files.rsync_stats(output)
+            stats = model_files.rsync_stats(output)
         else:
             code, output, stats = status["exit_status"], status["output"], status["stats"]
         if code != 0:
@@ -217,7 +217,7 @@ class ActionModule(ActionBase):
         # The full check of what arrived, before this node sends it on.
         check = self.module("ascend.inference.model_check", {
             "path": args["path"], "manifest": args["manifest"], "record": args["record"], "hash": "always"})
-        problem = files.check_summary(self.host, args["path"], check)
+        problem = model_files.check_summary(self.host, args["path"], check)
         if problem:
             raise CopyFailed("after the copy, %s" % problem)
         if transfer["serves"]:
@@ -230,9 +230,9 @@ class ActionModule(ActionBase):
         reused = stats.get("matched") or 0
         message = "copied from %s in %d s" % (seeder or "the controller", elapsed)
         if sent is not None:
-            message += ": %s sent" % files.size_text(sent)
+            message += ": %s sent" % model_files.size_text(sent)
         if reused:
-            message += ", %s already on the node (not sent again)" % files.size_text(reused)
+            message += ", %s already on the node (not sent again)" % model_files.size_text(reused)
         display.display("%s: model, round %d, %s" % (self.host, transfer["round"], message))
         return dict(changed=True, copied_from=seeder or "controller", round=transfer["round"], seconds=int(elapsed),
                     bytes_sent=sent, bytes_reused=reused, files_transferred=stats.get("files_transferred"),
@@ -315,8 +315,8 @@ class ActionModule(ActionBase):
                     args["io_timeout"], ", ".join(status.get("peers") or []) or "none"))
             elapsed = max(now - start, 0.001)
             if status["answered"] and throttle.due(elapsed, "swarm"):
-                line = files.progress_status(", ".join(status["sending"]) or "the swarm", status["completed"],
-                                             status["total"], status["download_rate"])
+                line = model_files.progress_status(", ".join(status["sending"]) or "the swarm", status["completed"],
+                                                   status["total"], status["download_rate"])
                 display.display("%s: model, swarm, %s" % (self.host, line))
             if not status["answered"]:
                 time.sleep(args["interval"])
@@ -329,12 +329,12 @@ class ActionModule(ActionBase):
         # Every piece was checked against its SHA-1 as it arrived: the record needs no second reading.
         if status.get("check") is None:
             raise CopyFailed("the node's files were not checked against the manifest after the copy")
-        problem = files.check_summary(self.host, args["path"], status["check"])
+        problem = model_files.check_summary(self.host, args["path"], status["check"])
         if problem:
             raise CopyFailed("after the copy, %s" % problem)
-        message = "received through the swarm in %d s: %s fetched" % (elapsed, files.size_text(total - held))
+        message = "received through the swarm in %d s: %s fetched" % (elapsed, model_files.size_text(total - held))
         if held:
-            message += ", %s already on the node (checked piece by piece, not sent again)" % files.size_text(held)
+            message += ", %s already on the node (checked piece by piece, not sent again)" % model_files.size_text(held)
         if named:
             message += "; stopped sending: %s" % ", ".join(sorted(named))
         display.display("%s: model, %s" % (self.host, message))
@@ -481,8 +481,8 @@ class ActionModule(ActionBase):
         if not args["source"]:
             raise CopyFailed("no source directory on the controller (model_src)")
         rsh, target, rsync_path = self.remote_shell()
-        argv = files.push_argv(args["source"], target, rsh, rsync_path if rsh else None,
-                               args["bwlimit"] or None, args["io_timeout"])
+        argv = model_files.push_argv(args["source"], target, rsh, rsync_path if rsh else None,
+                                     args["bwlimit"] or None, args["io_timeout"])
         if rsh is None and rsync_path:
             argv = ["sudo", "-n"] + argv  # the local connection becomes root for the copy as for a task
         display.vvv("model copy: %s" % " ".join(shlex.quote(a) for a in argv), host=self.host)
@@ -544,6 +544,6 @@ class ActionModule(ActionBase):
             raise CopyFailed("a copy from the controller runs over the ssh, podman, docker or local connection, not %s; "
                              "put the model on the head and set model_source: head" % kind)
         try:
-            return files.rsh_option(argv), target, rsync_path
+            return model_files.rsh_option(argv), target, rsync_path
         except ValueError as exc:
             raise CopyFailed(str(exc))

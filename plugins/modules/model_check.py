@@ -157,7 +157,7 @@ aria2:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.model import files
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
@@ -221,23 +221,23 @@ def main():
                                   and os.path.getsize(os.path.join(path, name)) <= sizes[name]))
         if not module.check_mode:
             if not exists:
-                files.make_model_dir(path)
+                model_files.make_model_dir(path)
             try:
                 _remove(path, removed)
             except RuntimeError as exc:
                 module.fail_json(msg=str(exc))
-    found = files.walk(path) if os.path.isdir(path) else {}
+    found = model_files.walk(path) if os.path.isdir(path) else {}
     if module.check_mode:
         found = dict((name, entry) for name, entry in found.items() if name not in removed)
-    result = files.compare(manifest, found)
-    earlier = files.read_record(read(params["record"]), path)
+    result = model_files.compare(manifest, found)
+    earlier = model_files.read_record(read(params["record"]), path)
     hashes_known = bool(manifest.get("digest"))
     mode = params["hash"]
     hashed = hashes_known and (mode == "always" or (mode == "auto" and (earlier or {}).get("digest") != manifest["digest"]))
     corrupt = []
     if hashed:
         sizes_ok = [f for f in manifest["files"] if f["path"] in found and found[f["path"]][0] == f["size"]]
-        sums = files.hash_files(path, [f["path"] for f in sizes_ok], params["workers"])
+        sums = model_files.hash_files(path, [f["path"] for f in sizes_ok], params["workers"])
         corrupt = [f["path"] for f in sizes_ok if sums.get(f["path"]) != f["sha256"]]
         result["bytes_missing"] += sum(f["size"] for f in sizes_ok if f["path"] in corrupt)
     # rsync's temporary files are garbage unless a copy (of an interrupted run) is still writing them.
@@ -247,7 +247,7 @@ def main():
     # Extra files stop the run unless remove_extra lets a copy's preparation remove them.
     extra = [name for name in result["extra"] if name not in removable]
     complete = not (result["missing"] or result["wrong_size"] or corrupt)
-    saved = files.record(manifest, path)
+    saved = model_files.record(manifest, path)
     trusted = hashed or mode == "never"
     created = params["prepare"] and not exists
     changed = bool(removed) or created
@@ -255,7 +255,7 @@ def main():
     if complete and not result["extra"] and hashes_known and trusted and not recorded:
         changed = recorded = True
         if not module.check_mode:
-            files.write_record(params["record"], saved)
+            model_files.write_record(params["record"], saved)
     diff = {"before_header": params["record"], "after_header": params["record"],
             "before": _summary(earlier), "after": _summary(saved if recorded else earlier)}
     if removed:
@@ -267,7 +267,7 @@ def main():
                      removed=removed, bytes_missing=result["bytes_missing"], free_bytes=_free_bytes(path),
                      hashed=bool(hashed), recorded=recorded, rsync=module.get_bin_path("rsync") is not None,
                      aria2=module.get_bin_path("aria2c") is not None,
-                     leftovers=os.path.exists(files.RUNTIME_DIR), diff=diff)
+                     leftovers=os.path.exists(model_files.RUNTIME_DIR), diff=diff)
 
 
 if __name__ == "__main__":

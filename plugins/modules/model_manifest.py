@@ -97,7 +97,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.inference.plugins.module_utils.model import files
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.module_utils.node.readers import read
 
 
@@ -115,7 +115,7 @@ def main():
     )
     path, cache = module.params["path"].rstrip("/") or "/", module.params["cache"]
     broken = []
-    found = files.walk(path, broken) if os.path.isdir(path) else {}
+    found = model_files.walk(path, broken) if os.path.isdir(path) else {}
     if not found:
         if module.params["missing_ok"]:
             module.exit_json(changed=False, manifest=None, hashed=0, reused=0, content_changed=[])
@@ -123,16 +123,16 @@ def main():
     if broken:
         # rsync --copy-links stops on them: say so before any copy starts.
         module.fail_json(msg="%s holds links that lead nowhere: %s; remove them" % (path, ", ".join(sorted(broken))))
-    cached = files.read_record(read(cache), path) if cache else None
+    cached = model_files.read_record(read(cache), path) if cache else None
     hasher = None
     if not module.check_mode:
         def hasher(paths):
-            return files.hash_files(path, paths, module.params["workers"])
-    manifest, cost = files.build_manifest(found, cached, module.params["rehash"], hasher)
+            return model_files.hash_files(path, paths, module.params["workers"])
+    manifest, cost = model_files.build_manifest(found, cached, module.params["rehash"], hasher)
     if cost["unreadable"]:
         module.fail_json(msg="%s: cannot read %s" % (path, ", ".join(cost["unreadable"])))
     changed = False
-    saved = files.record(manifest, path)
+    saved = model_files.record(manifest, path)
     if cache and module.params["save"] and not module.check_mode and saved != cached:
         directory = os.path.dirname(cache)
         if not os.path.isdir(directory):

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.ascend.inference.plugins.module_utils.model import files
+from ansible_collections.ascend.inference.plugins.module_utils.model import files as model_files
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 HUB_PROGRAMS = {"huggingface": "hf", "modelscope": "modelscope"}
@@ -21,8 +21,8 @@ SETTINGS = {"source": "str", "src": "str", "hub_repo": "str", "fanout": "bool", 
 def settings(node, settings):
     """settings: source, src, hub_repo."""
     cluster = node.plan["cluster"]
-    problems = files.settings_problems(settings["source"], cluster["model"], settings["src"],
-                                       settings["hub_repo"], cluster["head"], node.play_hosts())
+    problems = model_files.settings_problems(settings["source"], cluster["model"], settings["src"],
+                                             settings["hub_repo"], cluster["head"], node.play_hosts())
     if problems:
         raise Refused("; ".join(problems))
     return {"apply": None, "record": None}
@@ -39,13 +39,13 @@ def schedule(node, settings):
         found = node.var(CHECK, None, host=host)
         if isinstance(found, dict) and "complete" in found:
             checked[host] = found
-    problems = files.node_problems(settings["source"], checked)
+    problems = model_files.node_problems(settings["source"], checked)
     if problems:
         raise Refused("\n- ".join(["the model cannot be put on every node:"] + problems))
     complete = set(host for host, found in checked.items() if found["complete"])
     source = None if settings["source"] == "controller" else node.plan["cluster"]["head"]
     hosts = node.play_hosts()
-    found = files.schedule(hosts, complete, source, settings["fanout"], settings.get("pipeline") or "never")
+    found = model_files.schedule(hosts, complete, source, settings["fanout"], settings.get("pipeline") or "never")
     # The pipelined copy's tracker: on the controller when it sends (its aria2's task starts it); otherwise on the
     # run's first node, which its join serves it from. Every other node's join waits for it, and the first node is
     # in Ansible's first batch of forks however many nodes the run has.
@@ -58,8 +58,8 @@ def hub(node, settings):
     hub's own command on the node (the head) - not in check mode."""
     program = settings["cli"] or HUB_PROGRAMS[settings["source"]]
     argv = ["bash", "-c", 'set -a && . "$1" && set +a && shift && exec "$@"', "hub", settings["env_file"]] + \
-        files.hub_download_argv(settings["source"], program, settings["repo"], settings["revision"],
-                                node.plan["cluster"]["model"])
+        model_files.hub_download_argv(settings["source"], program, settings["repo"], settings["revision"],
+                                      node.plan["cluster"]["model"])
     if node.check_mode:
         return {"apply": None, "record": None, "notes": ["would run %s" % " ".join(argv[5:])]}
     done = node.run("ansible.builtin.command", {"argv": argv})
