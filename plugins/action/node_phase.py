@@ -12,8 +12,10 @@ __metaclass__ = type
 
 import copy
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible.utils.hashing import checksum
 from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import phase
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED, Node, rendered
@@ -49,8 +51,16 @@ class ActionModule(ActionBase):
             record = wanted.get("record")
             if wanted.get("apply") is not None:
                 state = dict(rendered(node, wanted["apply"]), node=node.host)
+                sources = self._controller_files(state)
                 applied = self._execute_module(module_name="ascend.inference.node_apply", module_args=state,
                                                task_vars=task_vars)
+                if applied.get("stage") and not applied.get("failed"):
+                    # The node lacks a program the controller holds: send it, then apply again (a no-op sends none).
+                    for spec in state["files"]:
+                        if spec["path"] in applied["stage"]:
+                            spec["staged"] = self._send(sources[spec["path"]])
+                    applied = self._execute_module(module_name="ascend.inference.node_apply", module_args=state,
+                                                   task_vars=task_vars)
                 result.update(applied)
                 for line in unit_steps.lines(node.host, applied, node.check_mode):
                     display.display(line)
@@ -77,3 +87,27 @@ class ActionModule(ActionBase):
             return result
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
+
+    def _controller_files(self, state):
+        """{path on the node: path here} of the files given as {controller_file}, each given its SHA-1 instead."""
+        sources = {}
+        for spec in state.get("files", []):
+            local = spec.pop("controller_file", None)
+            if local is None:
+                continue
+            spec["checksum"] = checksum(local)
+            if spec["checksum"] is None:
+                raise AnsibleActionFail("%s: %s is not a readable file on the controller" % (spec["path"], local))
+            spec["diff"] = False
+            sources[spec["path"]] = local
+        return sources
+
+    def _send(self, local):
+        """LOCAL copied into this task's temporary directory on the node; the path there."""
+        shell = self._connection._shell
+        if shell.tmpdir is None:
+            self._make_tmp_path()
+        remote = shell.join_path(shell.tmpdir, "sent-" + checksum(local))
+        self._transfer_file(local, remote)
+        self._fixup_perms2((shell.tmpdir, remote))
+        return remote

@@ -19,12 +19,14 @@ description:
     account, the units' states - and refuses before the first write when anything is wrong (a missing parent
     directory, content its validate command rejects, an account this collection did not create, a unit
     that runs as another account).
+  - First of all, installs the distribution packages of O(packages) whose program is missing, then runs each of
+    O(requires) and refuses when what it printed does not do.
   - Then, in this order - creates the service account; stops and disables units (the last to start first); removes
     paths; writes directories and files (a temporary file beside each, with its final owner and mode, fsync, rename),
     the managed block and the host name; runs one C(systemctl daemon-reload) where a unit file changed or went;
     enables, starts, restarts, try-restarts and reloads units in the given order (a unit may first wait for a TCP
     port, such as a Ray worker for its head); runs the commands due (a process of the engine container restarted
-    by its supervisor); and checks that no process of a pattern is left.
+    by its supervisor); checks that no process of a pattern is left; and waits until each of O(answers) answers.
   - A step that fails ends the apply with what was already done (RV(changed_paths), RV(steps)); the next apply
     of the same state converges.
 author:
@@ -104,8 +106,18 @@ options:
         default: false
       validate:
         description: A command, with C(%s) for a temporary file of the new content, that must accept it before
-          anything is written. Not run in check mode.
+          anything is written. Not run in check mode. The temporary file of an executable one (a mode with an execute
+          bit) is made executable, beside the file.
         type: str
+      checksum:
+        description:
+          - For a file the controller sends (a program), instead of O(files[].content) - the SHA-1 of its content. Where
+            the file on the node has another, the apply changes nothing and returns RV(stage) unless
+            O(files[].staged) is given.
+        type: str
+      staged:
+        description: Where the controller put the file with O(files[].checksum) on the node, for this apply to move.
+        type: path
   secrets:
     description: The content of secret files of O(files), by path. Never shown, in the output, C(--diff) or a message.
     type: dict
@@ -332,6 +344,77 @@ options:
         description: Seconds between attempts.
         type: int
         default: 2
+  packages:
+    description: Distribution packages installed (with apt-get, dnf, yum or zypper, whichever is found first) where
+      their program is not found on PATH or in the sbin directories - before anything else, in check mode reported
+      only.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The package.
+        type: str
+        required: true
+      program:
+        description: The program it brings, a name or an absolute path.
+        type: str
+        required: true
+  requires:
+    description: Programs run after O(packages) and before anything is written; the apply is refused, with
+      O(requires[].fix), when one exits non-zero, prints a version below O(requires[].minimum) or lacks a word of
+      O(requires[].contains). In check mode, skipped for a program a package would bring.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      argv:
+        description: The command; its first word is looked up as O(packages[].program) is.
+        type: list
+        elements: str
+        required: true
+      version_pattern:
+        description: A Python regular expression whose first group is the version, searched in what it printed.
+        type: str
+      minimum:
+        description: The lowest version accepted, with O(requires[].version_pattern).
+        type: str
+      contains:
+        description: Words it must print.
+        type: list
+        elements: str
+        default: []
+      fix:
+        description: What the user should do, said in the refusal.
+        type: str
+        required: true
+  answers:
+    description: HTTP endpoints that must answer once the units started (and the commands ran), asked from the node
+      in order; the apply fails naming the first that did not in time. Not asked in check mode.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      label:
+        description: What answers, as the result and a failure name it.
+        type: str
+        required: true
+      url:
+        description: The URL (certificates are not checked).
+        type: str
+        required: true
+      status:
+        description: The status that counts as an answer.
+        type: int
+        default: 200
+      timeout:
+        description: Seconds to keep asking.
+        type: int
+        default: 60
+      delay:
+        description: Seconds between attempts.
+        type: int
+        default: 2
   leftovers:
     description: Processes that must be gone once the units stopped, by C(pgrep --full) pattern; looked for up to
       O(leftovers.attempts) times, then refused naming them.
@@ -411,8 +494,29 @@ units:
   description: What systemctl said of each unit before the apply (LoadState, ActiveState, UnitFileState, User).
   returned: always
   type: dict
+packages:
+  description: The packages installed (in check mode, that would be).
+  returned: always
+  type: list
+  elements: str
+programs:
+  description: The first line each of O(requires) printed, by its command's first word.
+  returned: always
+  type: dict
+answers:
+  description: Each of O(answers) - C(label), C(url), C(answered), C(seconds), C(attempts) and C(last) (the status,
+    or the error).
+  returned: always
+  type: list
+  elements: dict
+stage:
+  description: The files of O(files) with a checksum whose content must first be sent; nothing was applied.
+  returned: when a file must be sent
+  type: list
+  elements: str
 """
 
+import hashlib
 import os
 import re
 import socket
@@ -425,6 +529,8 @@ from ansible_collections.ascend.inference.plugins.module_utils.apply import unit
 from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 from ansible_collections.ascend.inference.plugins.module_utils.apply.listening import wait_listening
 from ansible_collections.ascend.inference.plugins.module_utils.apply import file_diff
+from ansible_collections.ascend.inference.plugins.module_utils.apply import answers as apply_answers
+from ansible_collections.ascend.inference.plugins.module_utils.apply import programs
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account
 
 UNIT_OPTIONS = dict(
@@ -453,7 +559,7 @@ ARGUMENT_SPEC = dict(
         path=dict(type="path", required=True), content=dict(type="str"), mode=dict(type="raw", required=True),
         owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
         diff=dict(type="bool", default=True), mount_point=dict(type="bool", default=False),
-        validate=dict(type="str"))),
+        validate=dict(type="str"), checksum=dict(type="str"), staged=dict(type="path"))),
     secrets=dict(type="dict", default={}, no_log=True),
     blocks=dict(type="list", elements="dict", default=[], options=dict(
         path=dict(type="path", required=True), marker=dict(type="str", required=True),
@@ -480,6 +586,16 @@ ARGUMENT_SPEC = dict(
     leftovers=dict(type="dict", options=dict(
         pattern=dict(type="str", required=True), attempts=dict(type="int", default=5),
         delay=dict(type="int", default=2))),
+    packages=dict(type="list", elements="dict", default=[], options=dict(
+        name=dict(type="str", required=True), program=dict(type="str", required=True))),
+    requires=dict(type="list", elements="dict", default=[], options=dict(
+        argv=dict(type="list", elements="str", required=True), version_pattern=dict(type="str"),
+        minimum=dict(type="str"), contains=dict(type="list", elements="str", default=[]),
+        fix=dict(type="str", required=True))),
+    answers=dict(type="list", elements="dict", default=[], options=dict(
+        label=dict(type="str", required=True), url=dict(type="str", required=True),
+        status=dict(type="int", default=200), timeout=dict(type="int", default=60),
+        delay=dict(type="int", default=2))),
 )
 
 SHOWN = ("Id", "LoadState", "ActiveState", "UnitFileState", "User")
@@ -493,8 +609,9 @@ class Apply(object):
         self.params = module.params
         self.check = module.check_mode
         self.result = dict(changed=False, changed_paths=[], paths={}, removed_paths=[], steps=[], commands=[],
-                           waited={}, account=[], hostname=None, units={})
+                           waited={}, account=[], hostname=None, units={}, packages=[], programs={}, answers=[])
         self.todo = []
+        self.stage = []
         self.account_commands = []
         self.hostname_due = False
 
@@ -506,6 +623,7 @@ class Apply(object):
 
     def read(self):
         params = self.params
+        self.read_programs()
         self.read_sweeps()
         files = [os.path.normpath(spec["path"]) for spec in params["files"]]
         absent = [os.path.normpath(path) for path in params["absent"]]
@@ -525,6 +643,45 @@ class Apply(object):
         self.pending = {account["user"], account["group"]} if account and self.account_commands else ()
         self.read_paths()
         self.read_hostname()
+
+    def read_programs(self):
+        """The packages whose program is missing, installed first (the checks of files may run their programs); then
+        each required program's answer judged."""
+        params = self.params
+        node = params["node"]
+        names = programs.missing(self.module, params["packages"])
+        try:
+            if names and not self.check:
+                programs.install(self.module, names, node)
+            self.result["packages"] = names
+            pending = set(package["program"] for package in params["packages"] if package["name"] in names)
+            for requirement in params["requires"]:
+                if self.check and requirement["argv"][0] in pending:
+                    continue
+                if requirement["version_pattern"] and not requirement["minimum"]:
+                    raise programs.Refused("%s: requires %s gives version_pattern without minimum"
+                                           % (node, requirement["argv"][0]))
+                self.result["programs"][requirement["argv"][0]] = programs.check(self.module, requirement, node)
+        except programs.Refused as error:
+            self.fail(to_native(error))
+
+    def sent(self, spec, path):
+        """The content of a file the controller sends (SHA-1 SPEC["checksum"]): the node's own where it matches, the
+        staged copy, a stand-in in check mode; None where it must first be sent (RV(stage))."""
+        have = apply_files.on_disk(path, False)
+        if have is not None and hashlib.sha1(have["content"]).hexdigest() == spec["checksum"]:
+            return have["content"]
+        if spec["staged"]:
+            with open(spec["staged"], "rb") as handle:
+                content = handle.read()
+            if hashlib.sha1(content).hexdigest() != spec["checksum"]:
+                raise apply_files.Refused("%s: the copy sent to %s is not the controller's (SHA-1 differs)"
+                                          % (path, spec["staged"]))
+            return content
+        if self.check:
+            return b"(sent by the controller, SHA-1 %s)" % to_bytes(spec["checksum"])
+        self.stage.append(path)
+        return None
 
     def read_sweeps(self):
         """Each sweep's files added to the absent paths (and its units, stopped and disabled, to the units)."""
@@ -584,6 +741,16 @@ class Apply(object):
         entries = [(spec, None, "content") for spec in params["directories"]]
         for spec in params["files"]:
             path = os.path.normpath(spec["path"])
+            if spec["checksum"]:
+                if spec["content"] is not None or path in secrets:
+                    self.fail("%s: give its content as content, in secrets or by checksum, only one" % path)
+                try:
+                    content = self.sent(spec, path)
+                except (apply_files.Refused, OSError) as error:
+                    self.fail(to_native(error))
+                if content is not None:
+                    entries.append((spec, content, "hidden"))
+                continue
             secret = path in secrets
             if secret == (spec["content"] is not None):
                 self.fail("%s: give its content either as content or in secrets, not %s"
@@ -593,6 +760,9 @@ class Apply(object):
                             "secret" if secret else ("content" if spec["diff"] else "hidden")))
         if secrets:
             self.fail("secrets for paths not in files: %s" % ", ".join(sorted(secrets)))
+        if self.stage:
+            # The controller sends these, then asks again: nothing is read further or done before.
+            self.module.exit_json(changed=False, stage=self.stage)
         paths = self.result["paths"]
         try:
             for spec, content, shown in entries:
@@ -692,6 +862,13 @@ class Apply(object):
             self.run_command(command)
         if self.params["leftovers"]:
             self.check_leftovers(self.params["leftovers"])
+        for endpoint in self.params["answers"]:
+            answer = apply_answers.wait_answer(endpoint)
+            self.result["answers"].append(answer)
+            if not answer["answered"]:
+                self.fail("%s: %s (%s) did not answer %d within %d s (%d attempts; last: %s)" % (
+                    self.params["node"], endpoint["label"], endpoint["url"], endpoint["status"], endpoint["timeout"],
+                    answer["attempts"], answer["last"]))
 
     def diffs(self):
         if self.module._diff:
@@ -776,7 +953,7 @@ def changed(result):
     """Whether the apply changed the node (in check mode, would): a path, the account, the host name, a unit, a
     command."""
     return bool(result["changed_paths"] or result["removed_paths"] or result["account"] or result["hostname"]
-                or result["commands"] or any(step["action"] != "daemon-reload" for step in result["steps"]))
+                or result["commands"] or result["packages"] or any(step["action"] != "daemon-reload" for step in result["steps"]))
 
 
 def parse_show(text, names):

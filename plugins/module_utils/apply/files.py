@@ -83,13 +83,23 @@ def on_disk(path, directory):
 
 
 def validate(run_command, spec, content, secret):
-    """Run the file's validate command on its new content, in a private temporary file; refuse on failure."""
-    handle, temporary = tempfile.mkstemp(prefix="ascend-validate-")
+    """Run the file's validate command on its new content, in a private temporary file; refuse on failure. A program
+    (a mode with an execute bit) is checked by running it: its temporary file is executable and beside the file, not
+    in a temporary directory that may be mounted noexec."""
+    program = bool(file_diff.parse_mode(spec["mode"], spec["path"]) & 0o111)
+    directory = os.path.dirname(spec["path"]) if program and os.path.isdir(os.path.dirname(spec["path"])) else None
+    handle, temporary = tempfile.mkstemp(prefix=".ascend-validate-", dir=directory)
     try:
         with os.fdopen(handle, "wb") as stream:
+            if program:
+                os.fchmod(stream.fileno(), 0o700)
             stream.write(content)
         argv = [word.replace("%s", temporary) for word in shlex.split(spec["validate"])]
-        rc, out, err = run_command(argv)
+        try:
+            rc, out, err = run_command(argv, handle_exceptions=False)
+        except OSError as error:
+            # A program built for another architecture: "Exec format error".
+            rc, out, err = 126, "", error.strerror or str(error)
     finally:
         os.unlink(temporary)
     if rc != 0:

@@ -134,10 +134,12 @@ def commands_due(commands, changed_paths, steps_done):
 
 
 def lines(host, result, check_mode):
-    """One line per changed path, per removed path, per unit step and per command of an apply's RESULT, as the
-    action plugin prints them: what changed, in the order it happened."""
+    """One line per package installed, changed path, removed path, unit step, command and endpoint waited for of an
+    apply's RESULT, as the action plugin prints them: what changed, in the order it happened."""
     would = "would be " if check_mode else ""
     out = []
+    if result.get("packages"):
+        out.append("%s: package %s %sinstalled" % (host, ", ".join(result["packages"]), would))
     if result.get("account"):
         out.append("%s: %s%s" % (host, "; ".join(" ".join(argv) for argv in result["account"]),
                                  " (would be run)" if check_mode else ""))
@@ -155,4 +157,8 @@ def lines(host, result, check_mode):
         out.append("%s: %s %s%s" % (host, step["unit"], would, DONE[step["action"]]))
     for command in result.get("commands") or []:
         out.append("%s: %s%s" % (host, command["label"], " (would be asked)" if check_mode else ""))
+    for answer in result.get("answers") or []:
+        # Only a wait worth telling: an endpoint that answered at once is what a no-op expects.
+        if answer["answered"] and answer["attempts"] > 1:
+            out.append("%s: %s answered after %.1f s" % (host, answer["label"], answer["seconds"]))
     return out

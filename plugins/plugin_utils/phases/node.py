@@ -79,6 +79,11 @@ class Node(object):
         finally:
             task.check_mode = check_mode
 
+    def send(self, local):
+        """LOCAL, a file on the controller, copied into the task's temporary directory on this node: its path there
+        (for a module that moves it, as ansible.builtin.copy with remote_src)."""
+        return self._action._send(local)
+
     def render(self, template, values):
         return render(template, values)
 

@@ -72,6 +72,15 @@ def test_one_line_per_change_and_step():
         "n1: restarted ray in ascend-engine (would be asked)"]
 
 
+def test_a_package_installed_and_an_endpoint_waited_for_are_said_one_answered_at_once_is_not():
+    result = {"packages": ["haproxy"], "answers": [
+        {"label": "the router's /health", "answered": True, "attempts": 4, "seconds": 6.04},
+        {"label": "Prometheus' /-/ready", "answered": True, "attempts": 1, "seconds": 0.0}]}
+    assert unit_steps.lines("n1", result, False) == ["n1: package haproxy installed",
+                                                     "n1: the router's /health answered after 6.0 s"]
+    assert unit_steps.lines("n1", {"packages": ["haproxy"]}, True) == ["n1: package haproxy would be installed"]
+
+
 def test_a_unit_that_protects_until_its_replacement_runs_stops_last():
     units = [{"name": "old-fw", "file": "/u/old", "state": "absent", "stop_last": True},
              {"name": "fw", "file": "/u/fw", "state": "started", "restart_on": ["/u/fw"]}]
