@@ -230,8 +230,8 @@ def test_boolean_variables_are_found():
     # The list comes from the argument specs: an empty or tiny one means the specs moved, not that all is well.
     assert {"firewall_enabled", "preflight_check_model", "cann_install_for_all"} <= set(BOOLEANS), BOOLEANS
     assert USES, "no task file, playbook or template found under %s" % REPO
-    assert any(use[2] == "firewall_enabled" for found in USES.values() for use in found), \
-        "firewall_enabled is read as a truth value nowhere: the scan finds nothing"
+    assert any(use[2] == "preflight_check_model" for found in USES.values() for use in found), \
+        "preflight_check_model is read as a truth value nowhere: the scan finds nothing"
 
 
 @pytest.mark.parametrize("path", sorted(USES))

@@ -83,14 +83,6 @@ def test_the_support_bundle_reads_the_plans_host_units():
     assert yaml.safe_load(support_bundle.DOCUMENTATION)["options"]["unit_dir"]["default"] == unit_names.UNIT_DIR
 
 
-def test_the_preflight_asks_for_the_program_the_firewall_role_installs():
-    with open(os.path.join(REPO, "roles", "preflight", "vars", "main.yml")) as handle:
-        assert "nft" in yaml.safe_load(handle)["preflight_found_programs"]
-    with open(os.path.join(REPO, "roles", "firewall", "tasks", "main.yml")) as handle:
-        install = next(task for task in yaml.safe_load(handle) if task["name"] == "Install nftables")
-    assert "ascend_applied.preflight.programs.nft" in " ".join(install["when"])
-
-
 def test_the_ray_probe_defaults_to_the_plans_ray_unit():
     # cluster_nodes.py is run by hand too, without the unit the roles pass.
     with open(os.path.join(REPO, "roles", "ray_cluster", "files", "cluster_nodes.py")) as handle:

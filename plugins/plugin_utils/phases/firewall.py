@@ -52,6 +52,8 @@ def desired(node, settings):
     if settings.get("ssh_port"):
         open_ports.add(int(settings["ssh_port"]))
     monitors, scraped = scraped_ports(node.plan, node.host)
+    # nft checks the rules before they are written: the package first where it is missing.
+    state["packages"] = [{"name": "nftables", "program": "nft"}]
     state["directories"] = [{"path": settings["config_dir"]}]
     state["files"] = [
         {"path": rules_path, "mode": "0644", "validate": "nft --check --file %s", "template": "firewall/firewall.nft.j2",

@@ -18,7 +18,7 @@ import re
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring_rules
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
-SETTINGS = {"config": "str", "directory": "str", "unit": "str", "promtool": "str", "scrape_interval": "str",
+SETTINGS = {"package": "str", "config": "str", "directory": "str", "unit": "str", "promtool": "str", "scrape_interval": "str",
             "evaluation_interval": "str", "thresholds": "dict", "export_dir": "str"}
 RULES = "rules/ascend-inference.rules.yml"
 CONFIG = "prometheus.yml"
@@ -80,7 +80,8 @@ def files(plan, settings, directory, config_path):
 
 
 def desired(node, settings):
-    """settings: config (prometheus.yml's path), directory (where the targets and rules go), unit (Prometheus'),
+    """settings: package (Prometheus' distribution package, installed where promtool is missing), config
+    (prometheus.yml's path), directory (where the targets and rules go), unit (Prometheus'),
     promtool, scrape_interval, evaluation_interval, thresholds (monitoring_rules.THRESHOLDS' keys), export_dir
     (None on a monitoring host)."""
     problems = thresholds_problems(node.host, settings["thresholds"])
@@ -118,7 +119,10 @@ def desired(node, settings):
         for entry in apply["directories"] + entries:
             entry.update(owner)
     if not export:
+        apply["packages"] = [{"name": settings["package"], "program": settings["promtool"]}]
         apply["units"] = [{"name": settings["unit"], "state": "started", "reload_on": [config, rules_path]}]
+        apply["answers"] = [{"label": "Prometheus' /-/ready", "timeout": 60,
+                             "url": "http://127.0.0.1:%d/-/ready" % node.plan["monitoring"]["prometheus_port"]}]
     targets = node.plan["monitoring"]["targets"]
     return {"apply": apply, "record": {"directory": directory, "config": config,
                                        "targets": sum(len(groups) for groups in targets.values())}}

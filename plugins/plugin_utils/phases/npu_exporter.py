@@ -3,23 +3,29 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NPU exporter phase's desired state: Huawei's npu-exporter (MindCluster, binary mode) as
 ascend-npu-exporter.service, bound to the node's cluster address on the plan's port, run by the collection's
-service account (confined as the serve units are) with the driver's groups; restarted when its unit or its
-program changes. Where the plan turns it off, its unit and program are removed.
+service account (confined as the serve units are) with the driver's groups; the program sent from the controller
+where the node's differs (run with -version first: one built for another architecture is refused before it replaces
+anything), restarted when its unit or its program changes, then its /metrics waited for. Where the plan turns it off,
+its unit and program are removed.
 
 Its flags (component/npu-exporter/cmd/npu-exporter/main.go): -port (1025-40000), -ip (an address: there is no
 default), -logFile (an absolute path its account may write). A value it refuses is logged and the program exits 0:
-the role waits for /metrics to answer rather than trust the unit's state."""
+the apply waits for /metrics to answer rather than trust the unit's state."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
-SETTINGS = {"program": "str", "extra_args": "list", "restart": "bool"}
+SETTINGS = {"binary": "str", "program": "str", "extra_args": "list"}
 LOG_DIRECTORY = "ascend-npu-exporter"
+# npu-exporter reads the NPUs before it listens: bounded at a minute.
+METRICS_TIMEOUT = 60
 
 
 def argv(program, address, port, extra_args):
@@ -28,8 +34,8 @@ def argv(program, address, port, extra_args):
 
 
 def desired(node, settings):
-    """settings: program (where the binary is on the node), extra_args (more flags), restart (the binary was
-    replaced in this run)."""
+    """settings: binary (Huawei's program on the controller), program (where it goes on the node), extra_args (more
+    flags)."""
     plan = node.plan
     exporter = plan["monitoring"]["exporter"]
     unit = exporter["unit"]
@@ -38,6 +44,13 @@ def desired(node, settings):
         return {"apply": {"units": [{"name": unit, "file": unit_path, "state": "absent"}],
                           "absent": [unit_path, settings["program"]]},
                 "record": {"enabled": False}}
+    if not settings["binary"]:
+        raise Refused("ascend_npu_exporter is true but npu_exporter_binary is not set for %s: give the path of Huawei's "
+                      "npu-exporter program on the controller (from Ascend-mindxdl-npu-exporter_VERSION_linux-ARCH.zip)"
+                      % node.host)
+    if not os.path.isfile(settings["binary"]):
+        raise Refused("npu_exporter_binary for %s is %s, which is not a file on the controller"
+                      % (node.host, settings["binary"]))
     for arg in settings["extra_args"] or []:
         name = str(arg).lstrip("-").split("=", 1)[0]
         if name in ("port", "ip", "logFile"):
@@ -52,10 +65,16 @@ def desired(node, settings):
     values = {"exec_start": exec_start, "log_directory": LOG_DIRECTORY,
               "firewall": plan["cluster"]["units"]["firewall"],
               "service_lines": backends.service_lines(plan, plan["nodes"][node.host])}
-    apply = {"files": [{"path": unit_path, "mode": "0644", "template": "npu_exporter/ascend-npu-exporter.service.j2",
+    url = "http://%s:%d/metrics" % (address, exporter["port"])
+    apply = {"files": [{"path": settings["program"], "mode": "0755", "controller_file": settings["binary"],
+                        # One built for another architecture fails here (Exec format error), not as a unit that
+                        # never serves.
+                        "validate": "%s -version"},
+                       {"path": unit_path, "mode": "0644", "template": "npu_exporter/ascend-npu-exporter.service.j2",
                         "values": values}],
-             "units": [{"name": unit, "file": unit_path, "state": "started", "restart_on": [unit_path],
-                        "restart": bool(settings["restart"])}],
+             "units": [{"name": unit, "file": unit_path, "state": "started",
+                        "restart_on": [unit_path, settings["program"]]}],
              # The account the serve units run as: the exporter may be deployed before them.
-             "account": backends.account(plan, service_account.COMMENT)}
-    return {"apply": apply, "record": {"enabled": True, "url": "http://%s:%d/metrics" % (address, exporter["port"])}}
+             "account": backends.account(plan, service_account.COMMENT),
+             "answers": [{"label": "the NPU exporter's /metrics", "url": url, "timeout": METRICS_TIMEOUT}]}
+    return {"apply": apply, "record": {"enabled": True, "url": url}}

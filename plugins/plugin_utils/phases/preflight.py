@@ -17,10 +17,10 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase impo
 
 # What of node_probe's answer the checks and the later phases read.
 KEPT = ("ipv4", "npu_smi", "npu", "device_files", "cann", "cann_version", "cann_notes", "cann_problems", "driver",
-        "model", "models", "engine", "listeners", "container_mounts_missing", "service", "programs", "cann_env", "python")
+        "model", "models", "engine", "listeners", "container_mounts_missing", "service", "cann_env", "python")
 SETTINGS = {"npu_smi": "str", "ascend_home": "str", "cann_layout": "str", "device_map": "dict", "model": "str",
             "model_record": "str", "engine": "dict", "service_user": "str", "engine_container": "bool",
-            "programs": "list", "python": "dict", "context": "dict",
+            "python": "dict", "context": "dict",
             "check_models": "bool"}
 
 
@@ -30,7 +30,7 @@ def node_ip(node):
 
 def desired(node, settings):
     """settings: the node_probe options (npu_smi, ascend_home, cann_layout, device_map, model, model_record,
-    engine, engine_container, service_user, programs, python) and the checks' context (npu_smi, ascend_home,
+    engine, engine_container, service_user, python) and the checks' context (npu_smi, ascend_home,
     engine_env, model, cann_pending, model_pending)."""
     context = dict(settings.pop("context") or {})
     check_models = settings.pop("check_models", None)

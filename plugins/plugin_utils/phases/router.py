@@ -17,8 +17,15 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase impo
 from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
-SETTINGS = {"program": "str", "maxconn": "int", "buffer_bytes": "int", "timeout_seconds": "int",
+SETTINGS = {"package": "str", "program": "str", "maxconn": "int", "buffer_bytes": "int", "timeout_seconds": "int",
             "check_interval_ms": "int", "check_fall": "int", "check_rise": "int", "tls_certificate": "str"}
+# The configuration reads the model with json_query (HAProxy 2.6 is the oldest tested) and serves metrics with the
+# prometheus-exporter service, which a distribution may build without.
+OLDEST = "2.6"
+FIX = ("the router needs HAProxy %s or later built with the Prometheus exporter (haproxy -vv lists "
+       "prometheus-exporter among its services); set router_package and router_program to such a build" % OLDEST)
+# Each replica is up after router_check_rise checks: bounded at a minute past the first of them.
+HEALTH_TIMEOUT = 60
 WARNING_OPEN = ("the router on %s checks no client key: neither router_client_keys nor ascend_api_key is set, so "
                 "anyone who reaches port %d can use every model")
 
@@ -51,8 +58,9 @@ def models_answer(router):
 
 
 def desired(node, settings):
-    """settings: program (the haproxy binary), maxconn, buffer_bytes, timeout_seconds, check_interval_ms,
-    check_fall, check_rise, tls_certificate (a PEM on the node, or None: plain HTTP)."""
+    """settings: package (the distribution's, installed where program is missing), program (the haproxy binary),
+    maxconn, buffer_bytes, timeout_seconds, check_interval_ms, check_fall, check_rise, tls_certificate (a PEM on the
+    node, or None: plain HTTP)."""
     plan = node.plan
     router = plan.get("router")
     where = paths(plan)
@@ -88,8 +96,14 @@ def desired(node, settings):
             # The engines' key is in the environment of the process; the rest is read again by a reload.
             "restart_on": [where["unit"], where["env"]],
             "reload_on": [where["config"], where["map"], where["models"], where["keys"]]}
-    result = {"apply": {"directories": [{"path": where["directory"], "mode": "0755"}], "files": files,
-                        "secrets": secrets, "units": [unit]},
+    scheme = "https" if settings["tls_certificate"] else "http"
+    result = {"apply": {"packages": [{"name": settings["package"], "program": settings["program"]}],
+                        "requires": [{"argv": [settings["program"], "-vv"], "version_pattern": r"HAProxy version ([0-9.]+)",
+                                      "minimum": OLDEST, "contains": ["prometheus-exporter"], "fix": FIX}],
+                        "directories": [{"path": where["directory"], "mode": "0755"}], "files": files,
+                        "secrets": secrets, "units": [unit],
+                        "answers": [{"label": "the router's /health", "timeout": HEALTH_TIMEOUT,
+                                     "url": "%s://127.0.0.1:%d/health" % (scheme, router["port"])}]},
               "record": {"routes": True}}
     if not keys:
         result["warnings"] = [WARNING_OPEN % (node.host, router["port"])]

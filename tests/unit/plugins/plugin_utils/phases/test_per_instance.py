@@ -234,7 +234,7 @@ def test_with_a_router_only_its_port_is_open_and_only_on_its_hosts():
     assert firewall.desired(FakeNode("w", plan), settings)["apply"]["files"][0]["values"]["open_ports"] == ""
 
 
-ROUTER = {"program": "/usr/sbin/haproxy", "maxconn": 100, "buffer_bytes": 65536, "timeout_seconds": 600,
+ROUTER = {"package": "haproxy", "program": "/usr/sbin/haproxy", "maxconn": 100, "buffer_bytes": 65536, "timeout_seconds": 600,
           "check_interval_ms": 2000, "check_fall": 3, "check_rise": 2, "tls_certificate": ""}
 
 
@@ -265,6 +265,14 @@ def test_the_router_routes_each_served_name_and_keeps_the_keys_in_0600_files():
     assert unit["reload_on"] == [directory + "/haproxy.cfg", directory + "/models.map", directory + "/models.json",
                                  directory + "/clients.keys"]
     assert unit["restart_on"] == ["/etc/systemd/system/ascend-router.service", directory + "/router.env"]
+    # The package where the program is missing, the program judged before any route is written, /health waited for.
+    assert state["packages"] == [{"name": "haproxy", "program": "/usr/sbin/haproxy"}]
+    (build,) = state["requires"]
+    assert build["argv"] == ["/usr/sbin/haproxy", "-vv"] and build["minimum"] == "2.6"
+    assert build["contains"] == ["prometheus-exporter"] and "router_program" in build["fix"]
+    assert [answer["url"] for answer in state["answers"]] == ["http://127.0.0.1:8080/health"]
+    tls = phase_router.desired(node, dict(ROUTER, tls_certificate="/etc/ssl/router.pem"))["apply"]
+    assert [answer["url"] for answer in tls["answers"]] == ["https://127.0.0.1:8080/health"]
 
 
 INSTANCES_REPLICAS = {"chat": {"hosts": ["h"], "npus_per_host": 2, "served_model_name": "qwen"},
