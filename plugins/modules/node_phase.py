@@ -45,7 +45,8 @@ options:
       - V(preflight) - the detection (M(ascend.inference.node_probe)); it starts the run's C(ascend_applied).
       - V(npu_query), V(npu_ping), V(npu_report) - the NPU network check (V(npu_report) once for the play).
       - V(hostnames), V(node_env), V(firewall) - the prepare play's phases; V(node_env_ray) - after V(node_env), a Ray
-        worker's Ray restarted once its head's did.
+        worker's Ray restarted once its head's did; V(pyacl) - pyACL installed where its version does not import
+        (host mode).
       - V(ray_install) - Ray in the engine's Python environment where the preflight did not find it (host mode).
       - V(ray_token) - reads each node's Ray token, and draws one the cluster may need (run with C(no_log)).
       - V(ray), V(serve) - the processes, on the host or in the engine container; V(serve_group) - after V(serve),
@@ -63,9 +64,9 @@ options:
     type: str
     required: true
     choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, monitoring, node_env,
-              node_env_ray, npu_exporter, npu_ping, npu_query, npu_report, preflight, ray, ray_install, ray_restart,
-              ray_token, remove_node, router, serve, serve_group, serve_restart, serve_rolling, status, status_report,
-              teardown]
+              node_env_ray, npu_exporter, npu_ping, npu_query, npu_report, preflight, pyacl, ray, ray_install,
+              ray_restart, ray_token, remove_node, router, serve, serve_group, serve_restart, serve_rolling, status,
+              status_report, teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict

@@ -1,5 +1,5 @@
-"""The pyACL import's mode check (roles/pyacl/tasks/verify.yml, exit 5) agrees with the file task it lets the
-role skip ("Let every account read pyACL", ansible.builtin.file): it reports a tree exactly where that task
+"""The pyACL import's mode check (plugins/plugin_utils/phases/pyacl.py VERIFY, exit 5) agrees with the file module
+call it lets the phase skip (READABLE, recursive, links not followed): it reports a tree exactly where that call
 would change something, and nothing once it has run."""
 
 import json
@@ -8,35 +8,44 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from conftest import BIN, REPO
 
-
-def role_task(name, tasks_file):
-    with open(os.path.join(REPO, "roles", "pyacl", "tasks", tasks_file)) as handle:
-        return next(task for task in yaml.safe_load(handle) if task["name"] == name)
+sys.path.insert(0, os.path.join(REPO, "collections"))
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import pyacl  # noqa: E402
 
 
 def verify(tree, site):
-    """The role's command with the import replaced by `pass`: rc 0, or 5 where a mode is to be set."""
-    argv = role_task("Import acl in the Python that runs Ray, with the CANN environment loaded",
-                     "verify.yml")["ansible.builtin.command"]["argv"]
+    """The phase's command with the import replaced by `pass`: rc 0, or 5 where a mode is to be set."""
     set_env = tree.parent / "set_env.sh"
     set_env.write_text("")
-    return subprocess.run(argv[:4] + [str(set_env), str(site), sys.executable, "pass", str(tree)],
-                          capture_output=True, text=True, check=False).returncode
+    return subprocess.run(["bash", "-c", pyacl.VERIFY, "verify", str(set_env), str(site), sys.executable, "pass",
+                           str(tree)], capture_output=True, text=True, check=False).returncode
 
 
 def file_task(ansible_env, tree):
-    """Run the role's task on TREE; whether it changed something. (Not in check mode: there the file module
-    reports a link in the tree as a change that a real run never makes.)"""
-    args = dict(role_task("Let every account read pyACL", "install.yml")["ansible.builtin.file"], path=str(tree))
-    proc = subprocess.run([os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-m", "ansible.builtin.file",
+    """The phase's correction (ansible.builtin.file with its arguments) on TREE; whether it changed something. (Not
+    in check mode: there the file module reports a link in the tree as a change that a real run never makes.)"""
+    node = Recorder()
+    pyacl.correct_modes(node, {"install_path": str(tree)})
+    (module, args), = node.ran
+    proc = subprocess.run([os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-m", module,
                            "-a", json.dumps(args), "-o"],
                           env=ansible_env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return '"changed": true' in proc.stdout
+
+
+class Recorder(object):
+    """A node that records the module calls a phase asks for."""
+    host = "n1"
+
+    def __init__(self):
+        self.ran = []
+
+    def run(self, module, args):
+        self.ran.append((module, args))
+        return {"rc": 0}
 
 
 def make_tree(tmp_path, modes):

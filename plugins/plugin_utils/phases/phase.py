@@ -6,8 +6,8 @@
 A phase computes on the controller: what it wants done is the node_apply options it returns. Where it must first
 read the node (a directory listing, the Ray token, a unit's state, /health), it asks through ``node.run``, which
 runs a module there in --check too; everything else comes from the plan, its settings and the earlier phases'
-records. Two phases are a command rather than a state (model_hub's download, ray_install's pip): they run it
-through ``node.run`` as well, never in --check.
+records. Three phases are a command rather than a state (model_hub's download, ray_install's pip, pyacl's
+installer): they run it through ``node.run`` as well, never in --check.
 
 A phase's ``desired(node, settings)`` returns {"apply": the node_apply options, or None for a phase that only
 reads; "record": what it keeps in ascend_applied.<phase> for later phases (None: nothing, for a phase run once
@@ -16,7 +16,7 @@ phase that applies nothing changed the node; "fresh": the run's record starts ag
 node_apply's result whose answer joins the record}. Files may be given as {"template": name, "values": {...}},
 rendered by the action plugin with plain Jinja.
 ``node`` is the controller's view of one host (plugins/plugin_utils/phases/node.py): host, plan, check_mode,
-var(), group(), play_hosts(), applied(), run(), file().
+var(), group(), play_hosts(), applied(), run(), send(), render().
 """
 
 from __future__ import absolute_import, division, print_function

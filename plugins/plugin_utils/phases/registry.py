@@ -11,8 +11,8 @@ __metaclass__ = type
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart, status, teardown
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
-    cann, firewall, hostnames, model, monitoring, node_env, npu_exporter, npu_network, per_instance, preflight, ray,
-    router, serve)
+    cann, firewall, hostnames, model, monitoring, node_env, npu_exporter, npu_network, per_instance, preflight,
+    pyacl, ray, router, serve)
 
 # The role phases, in the order a deploy runs them.
 ROLE_PHASES = {
@@ -25,6 +25,7 @@ ROLE_PHASES = {
     "npu_ping": (npu_network.ping, npu_network.SETTINGS),
     "npu_report": (npu_network.report, {}),
     "hostnames": (hostnames.desired, hostnames.SETTINGS),
+    "pyacl": (pyacl.desired, pyacl.SETTINGS),
     "node_env": (per_instance.node_env, node_env.SETTINGS),
     "node_env_ray": (per_instance.node_env_ray, node_env.SETTINGS),
     "firewall": (firewall.desired, firewall.SETTINGS),
