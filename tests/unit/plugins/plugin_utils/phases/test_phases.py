@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import platform
 
 import pytest
 
@@ -14,7 +15,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
 from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
-    firewall as phase_firewall, hostnames, node_env, npu_network, ray as phase_ray, backends, serve as phase_serve)
+    firewall as phase_firewall, hostnames, node_env, npu_network, ray as phase_ray, backends, serve as phase_serve,
+    npu_exporter as phase_npu_exporter, monitoring as phase_monitoring, pyacl as phase_pyacl)
 from ansible_collections.ascend.inference.plugins.plugin_utils.operations import restart, teardown
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
@@ -96,7 +98,10 @@ def accepted(state):
     for spec in state.get("files", []):
         for key in ("template", "values", "source"):
             spec.pop(key, None)
-        spec.setdefault("content", "rendered")
+        if spec.pop("controller_file", None):
+            spec["checksum"] = "0" * 40
+        else:
+            spec.setdefault("content", "rendered")
     state["secrets"] = dict((path, "rendered") for path in state.get("secrets") or {})
     found = ArgumentSpecValidator(node_apply.ARGUMENT_SPEC).validate(dict(state, node="h"))
     assert not found.error_messages, found.error_messages
@@ -290,6 +295,133 @@ def test_the_firewall_opens_only_the_api_ssh_and_given_ports():
     off = phase_firewall.desired(FakeNode("h", plan), dict(settings, enabled=False, open_ports=[], ssh_port=None))
     assert off["warnings"][0].startswith("firewall_enabled is false on h")
     assert unit(off["apply"], "ascend-firewall.service")["state"] == "absent"
+
+
+def test_the_firewall_installs_nftables_only_where_nft_is_missing_and_only_when_on():
+    plan = make_plan()
+    settings = {"enabled": True, "open_ports": [], "config_dir": "/etc/x", "ssh_port": None}
+    on = accepted(phase_firewall.desired(FakeNode("h", plan), settings)["apply"])
+    assert on["packages"] == [{"name": "nftables", "program": "nft"}]
+    off = phase_firewall.desired(FakeNode("h", plan), dict(settings, enabled=False))["apply"]
+    assert "packages" not in off
+
+
+EXPORTER = {"binary": None, "program": "/usr/local/bin/ascend-npu-exporter", "extra_args": []}
+
+
+def test_the_npu_exporter_is_sent_checked_by_running_it_and_waited_for(tmp_path):
+    plan = make_plan(npu_exporter_enabled=True)
+    plan["monitoring"] = monitoring.section(plan, {"npu_exporter_enabled": True, "monitors": []})[0]
+    with pytest.raises(Refused) as refused:
+        phase_npu_exporter.desired(FakeNode("h", plan), EXPORTER)
+    assert str(refused.value).startswith("ascend_npu_exporter is true but npu_exporter_binary is not set for h")
+    with pytest.raises(Refused) as refused:
+        phase_npu_exporter.desired(FakeNode("h", plan), dict(EXPORTER, binary=str(tmp_path / "none")))
+    assert "which is not a file on the controller" in str(refused.value)
+    binary = tmp_path / "npu-exporter"
+    binary.write_text("#!/bin/sh\n")
+    found = phase_npu_exporter.desired(FakeNode("h", plan), dict(EXPORTER, binary=str(binary)))
+    state = accepted(found["apply"])
+    program = state["files"][0]
+    assert (program["path"], program["mode"], program["checksum"]) == (EXPORTER["program"], "0755", "0" * 40)
+    # A program for another architecture is refused before it replaces the running one.
+    assert program["validate"] == "%s -version"
+    assert found["apply"]["files"][0]["controller_file"] == str(binary)
+    exporter_unit = unit(state, "ascend-npu-exporter.service")
+    assert EXPORTER["program"] in exporter_unit["restart_on"]
+    assert [answer["url"] for answer in state["answers"]] == [found["record"]["url"]]
+    disabled = make_plan()
+    disabled["monitoring"] = monitoring.section(disabled, {"npu_exporter_enabled": False, "monitors": []})[0]
+    off = phase_npu_exporter.desired(FakeNode("h", disabled), EXPORTER)["apply"]
+    assert EXPORTER["program"] in off["absent"] and "answers" not in off
+
+
+def test_prometheus_is_installed_where_promtool_is_missing_and_its_readiness_waited_for():
+    plan = make_plan()
+    plan["monitoring"] = monitoring.section(plan, {"npu_exporter_enabled": False, "monitors": []})[0]
+    settings = {"package": "prometheus", "config": "/etc/prometheus/prometheus.yml", "directory": "/etc/prometheus/a",
+                "unit": "prometheus.service", "promtool": "/usr/bin/promtool", "scrape_interval": "15s",
+                "evaluation_interval": "15s", "thresholds": {}, "export_dir": None}
+    state = phase_monitoring.desired(FakeNode("mon", plan), settings)["apply"]
+    accepted(state)
+    assert state["packages"] == [{"name": "prometheus", "program": "/usr/bin/promtool"}]
+    assert [answer["url"] for answer in state["answers"]] == [
+        "http://127.0.0.1:%d/-/ready" % plan["monitoring"]["prometheus_port"]]
+    exported = phase_monitoring.desired(FakeNode("mon", plan), dict(settings, export_dir="/tmp/x"))["apply"]
+    assert "packages" not in exported and "answers" not in exported
+
+
+# The package of this machine's architecture, as a node would have it.
+PYACL = {"package": "", "package_remote": "/srv/Ascend-cann-nnrt_8.5.0_linux-%s.run" % platform.machine(), "package_url": "",
+         "package_checksum": "", "install_path": "/usr/local/Ascend/pyACL", "work_dir": "/var/cache/p",
+         "python": "/usr/bin/python3", "set_env": "/usr/local/Ascend/ascend-toolkit/set_env.sh"}
+SITE = "/usr/local/Ascend/pyACL/CANN-8.5.0/python/site-packages"
+
+
+class Reads(FakeNode):
+    """A node whose command answers come from a list, in order (the verify read before and after an install)."""
+
+    def __init__(self, rcs, check_mode=False):
+        super(Reads, self).__init__("h", make_plan(), check_mode=check_mode)
+        self.rcs = list(rcs)
+
+    def run(self, module, args):
+        self.ran.append((module, args))
+        if module == "ansible.builtin.command" and args["argv"][:3] == ["bash", "-c", phase_pyacl.VERIFY]:
+            return {"rc": self.rcs.pop(0), "stdout": "", "stderr": "ImportError: libascendcl.so"}
+        return {"rc": 0, "changed": True}
+
+
+def test_pyacl_that_imports_is_one_read_and_its_site_packages_recorded():
+    node = Reads([0])
+    found = phase_pyacl.desired(node, PYACL)
+    assert found["apply"] is None and not found.get("changed")
+    assert found["record"] == {"version": "8.5.0", "site_packages": SITE}
+    (read,) = node.ran
+    assert read[1]["argv"][4:] == [PYACL["set_env"], SITE, "/usr/bin/python3", phase_pyacl.IMPORT, PYACL["install_path"]]
+
+
+def test_pyacl_is_installed_where_missing_and_read_again_never_in_check_mode():
+    node = Reads([4], check_mode=True)
+    found = phase_pyacl.desired(node, PYACL)
+    assert found["changed"] and found["notes"] == ["pyACL 8.5.0 would be installed under /usr/local/Ascend/pyACL"]
+    assert len(node.ran) == 1
+    node = Reads([4, 0])
+    found = phase_pyacl.desired(node, PYACL)
+    assert found["notes"] == ["pyACL 8.5.0 installed under /usr/local/Ascend/pyACL"]
+    steps = [(module, args.get("argv", [None, None])[1] if module.endswith("command") else args["path"])
+             for module, args in node.ran[1:]]
+    # The node's own package: no copy; extracted, installed, its modes corrected, then read again.
+    assert steps == [("ansible.builtin.file", "/var/cache/p"), ("ansible.builtin.command", PYACL["package_remote"]),
+                     ("ansible.builtin.command",
+                      "/var/cache/p/nnrt-8.5.0/run_package/Ascend-pyACL_8.5.0_linux-%s.run" % platform.machine()),
+                     ("ansible.builtin.file", "/usr/local/Ascend/pyACL"), ("ansible.builtin.command", "-c")]
+    assert node.ran[4][1]["mode"] == "u=rwX,go=rX" and node.ran[4][1]["follow"] is False
+
+
+def test_pyacl_with_wrong_modes_only_gets_them_corrected():
+    node = Reads([5, 0])
+    found = phase_pyacl.desired(node, PYACL)
+    assert found["notes"] == ["pyACL 8.5.0 given the modes every account reads it with under /usr/local/Ascend/pyACL"]
+    ran = [module for module, args in node.ran]
+    assert ran == ["ansible.builtin.command", "ansible.builtin.file", "ansible.builtin.command"]
+
+
+def test_pyacl_refuses_a_bad_source_and_an_import_that_fails():
+    with pytest.raises(Refused) as refused:
+        phase_pyacl.desired(Reads([]), dict(PYACL, package_url="https://x/" + PYACL["package_remote"][5:]))
+    assert "Set exactly one of pyacl_package" in str(refused.value) and "host h" in str(refused.value)
+    with pytest.raises(Refused) as refused:
+        phase_pyacl.desired(Reads([]), dict(PYACL, package_remote="/srv/nnrt.run"))
+    assert "naming an Ascend-cann-nnrt_<version>_linux-<arch>.run file" in str(refused.value)
+    with pytest.raises(Refused) as refused:
+        phase_pyacl.desired(Reads([1]), PYACL)
+    assert str(refused.value) == (
+        "pyACL 8.5.0 does not import with /usr/bin/python3 on host h (PYTHONPATH=%s, CANN environment from "
+        "/usr/local/Ascend/ascend-toolkit/set_env.sh): ImportError: libascendcl.so" % SITE)
+    with pytest.raises(Refused) as refused:
+        phase_pyacl.desired(Reads([4, 4]), PYACL)
+    assert str(refused.value).endswith("no %s/acl after the install" % SITE)
 
 
 def test_host_names_are_checked_across_the_cluster():
