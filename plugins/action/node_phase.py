@@ -11,8 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import os
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible.utils.hashing import checksum
@@ -57,10 +58,13 @@ class ActionModule(ActionBase):
                 if applied.get("stage") and not applied.get("failed"):
                     # The node lacks a program the controller holds: send it, then apply again (a no-op sends none).
                     for spec in state["files"]:
-                        if spec["path"] in applied["stage"]:
+                        if os.path.normpath(spec["path"]) in applied["stage"]:
                             spec["staged"] = self._send(sources[spec["path"]])
                     applied = self._execute_module(module_name="ascend.inference.node_apply", module_args=state,
                                                    task_vars=task_vars)
+                    if applied.get("stage"):
+                        applied = dict(applied, failed=True, msg="%s: %s still differ from the controller's after "
+                                       "they were sent" % (node.host, ", ".join(applied["stage"])))
                 result.update(applied)
                 for line in unit_steps.lines(node.host, applied, node.check_mode):
                     display.display(line)
@@ -69,7 +73,14 @@ class ActionModule(ActionBase):
                 if record is not None:
                     record = dict(record, **phase.summary(applied))
                     if wanted.get("after"):
-                        record.update(wanted["after"](applied))
+                        try:
+                            after = wanted["after"](applied)
+                        except phase.Refused as refusal:
+                            result.update(failed=True, msg=str(refusal))
+                            return result
+                        # A step the phase ran itself after the apply changed the node too.
+                        result["changed"] = bool(result.get("changed") or after.pop("changed", False))
+                        record.update(after)
             else:
                 result["changed"] = bool(wanted.get("changed"))
             result["warnings"] = result.get("warnings", []) + list(wanted.get("warnings") or [])
@@ -95,15 +106,26 @@ class ActionModule(ActionBase):
             local = spec.pop("controller_file", None)
             if local is None:
                 continue
+            local = self._controller_file(local)
             spec["checksum"] = checksum(local)
-            if spec["checksum"] is None:
-                raise AnsibleActionFail("%s: %s is not a readable file on the controller" % (spec["path"], local))
             spec["diff"] = False
             sources[spec["path"]] = local
         return sources
 
-    def _send(self, local):
-        """LOCAL copied into this task's temporary directory on the node; the path there."""
+    def _controller_file(self, given):
+        """GIVEN as the copy module finds it (a relative path in the role's or the playbook's files/), decrypted
+        where it is vaulted; refused, naming it, where it is no readable file."""
+        try:
+            found = self._loader.get_real_file(self._find_needle("files", given), decrypt=True)
+        except AnsibleError as error:
+            raise AnsibleActionFail("%s is not a readable file on the controller: %s" % (given, error))
+        if checksum(found) is None:
+            raise AnsibleActionFail("%s is not a readable file on the controller" % given)
+        return found
+
+    def _send(self, given):
+        """GIVEN, a file on the controller, copied into this task's temporary directory on the node; the path there."""
+        local = self._controller_file(given)
         shell = self._connection._shell
         if shell.tmpdir is None:
             self._make_tmp_path()

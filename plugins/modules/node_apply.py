@@ -109,6 +109,9 @@ options:
           anything is written. Not run in check mode. The temporary file of an executable one (a mode with an execute
           bit) is made executable, beside the file.
         type: str
+      fix:
+        description: What to do when O(files[].validate) refuses the content, said in the refusal.
+        type: str
       checksum:
         description:
           - For a file the controller sends (a program), instead of O(files[].content) - the SHA-1 of its content. Where
@@ -559,7 +562,7 @@ ARGUMENT_SPEC = dict(
         path=dict(type="path", required=True), content=dict(type="str"), mode=dict(type="raw", required=True),
         owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
         diff=dict(type="bool", default=True), mount_point=dict(type="bool", default=False),
-        validate=dict(type="str"), checksum=dict(type="str"), staged=dict(type="path"))),
+        validate=dict(type="str"), fix=dict(type="str"), checksum=dict(type="str"), staged=dict(type="path"))),
     secrets=dict(type="dict", default={}, no_log=True),
     blocks=dict(type="list", elements="dict", default=[], options=dict(
         path=dict(type="path", required=True), marker=dict(type="str", required=True),
@@ -623,6 +626,7 @@ class Apply(object):
 
     def read(self):
         params = self.params
+        self.read_sent()
         self.read_programs()
         self.read_sweeps()
         files = [os.path.normpath(spec["path"]) for spec in params["files"]]
@@ -653,6 +657,12 @@ class Apply(object):
         try:
             if names and not self.check:
                 programs.install(self.module, names, node)
+                still = [package for package in params["packages"]
+                         if not programs.found(self.module, package["program"])]
+                if still:
+                    raise programs.Refused("%s: installing %s did not bring %s: set the role's program variable to "
+                                           "where the package puts it" % (node, " ".join(names), ", ".join(
+                                               package["program"] for package in still)))
             self.result["packages"] = names
             pending = set(package["program"] for package in params["packages"] if package["name"] in names)
             for requirement in params["requires"]:
@@ -664,6 +674,23 @@ class Apply(object):
                 self.result["programs"][requirement["argv"][0]] = programs.check(self.module, requirement, node)
         except programs.Refused as error:
             self.fail(to_native(error))
+
+    def read_sent(self):
+        """The content of each file the controller sends; where one must first be sent, nothing is read further or
+        done (RV(stage)): the controller sends them, then asks again."""
+        self.sent_contents = {}
+        for spec in self.params["files"]:
+            if not spec["checksum"]:
+                continue
+            path = os.path.normpath(spec["path"])
+            if spec["content"] is not None or path in [os.path.normpath(p) for p in self.params["secrets"]]:
+                self.fail("%s: give its content as content, in secrets or by checksum, only one" % path)
+            try:
+                self.sent_contents[path] = self.sent(spec, path)
+            except (apply_files.Refused, OSError) as error:
+                self.fail(to_native(error))
+        if self.stage:
+            self.module.exit_json(changed=False, stage=self.stage)
 
     def sent(self, spec, path):
         """The content of a file the controller sends (SHA-1 SPEC["checksum"]): the node's own where it matches, the
@@ -742,14 +769,7 @@ class Apply(object):
         for spec in params["files"]:
             path = os.path.normpath(spec["path"])
             if spec["checksum"]:
-                if spec["content"] is not None or path in secrets:
-                    self.fail("%s: give its content as content, in secrets or by checksum, only one" % path)
-                try:
-                    content = self.sent(spec, path)
-                except (apply_files.Refused, OSError) as error:
-                    self.fail(to_native(error))
-                if content is not None:
-                    entries.append((spec, content, "hidden"))
+                entries.append((spec, self.sent_contents[path], "hidden"))
                 continue
             secret = path in secrets
             if secret == (spec["content"] is not None):
@@ -760,9 +780,6 @@ class Apply(object):
                             "secret" if secret else ("content" if spec["diff"] else "hidden")))
         if secrets:
             self.fail("secrets for paths not in files: %s" % ", ".join(sorted(secrets)))
-        if self.stage:
-            # The controller sends these, then asks again: nothing is read further or done before.
-            self.module.exit_json(changed=False, stage=self.stage)
         paths = self.result["paths"]
         try:
             for spec, content, shown in entries:
@@ -950,10 +967,11 @@ class Apply(object):
 
 
 def changed(result):
-    """Whether the apply changed the node (in check mode, would): a path, the account, the host name, a unit, a
-    command."""
+    """Whether the apply changed the node (in check mode, would): a package, a path, the account, the host name, a
+    unit, a command."""
     return bool(result["changed_paths"] or result["removed_paths"] or result["account"] or result["hostname"]
-                or result["commands"] or result["packages"] or any(step["action"] != "daemon-reload" for step in result["steps"]))
+                or result["commands"] or result["packages"]
+                or any(step["action"] != "daemon-reload" for step in result["steps"]))
 
 
 def parse_show(text, names):

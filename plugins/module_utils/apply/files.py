@@ -105,7 +105,8 @@ def validate(run_command, spec, content, secret):
     if rc != 0:
         # A validator may quote the line it rejects: never a secret's.
         said = "(output not shown: secret content)" if secret else (err or out).strip()
-        raise Refused("%s: the new content fails %r (exit %d): %s" % (spec["path"], spec["validate"], rc, said))
+        raise Refused("%s: the new content fails %r (exit %d): %s%s" % (
+            spec["path"], spec["validate"], rc, said, (": " + spec["fix"]) if spec.get("fix") else ""))
 
 
 def set_attributes(path, want, have):

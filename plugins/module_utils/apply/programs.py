@@ -18,12 +18,15 @@ from ansible.module_utils.compat.version import LooseVersion
 SYSTEM_DIRECTORIES = ["/usr/sbin", "/sbin", "/usr/local/sbin"]
 # The package managers tried, in order: the first whose program is found installs.
 MANAGERS = (
-    ("apt-get", ["apt-get", "install", "--yes", "--quiet", "--no-install-recommends"]),
+    # Waits for the dpkg lock (unattended-upgrades on a fresh Ubuntu node holds it) as the apt module does, and keeps
+    # a configuration file changed on the node without asking.
+    ("apt-get", ["apt-get", "install", "--yes", "--quiet", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=120",
+                 "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"]),
     ("dnf", ["dnf", "install", "--assumeyes", "--quiet"]),
     ("yum", ["yum", "install", "--assumeyes", "--quiet"]),
     ("zypper", ["zypper", "--non-interactive", "--quiet", "install"]),
 )
-# apt-get asks nothing and keeps a changed configuration file's old version.
+# debconf asks nothing.
 APT_ENVIRONMENT = {"DEBIAN_FRONTEND": "noninteractive"}
 
 

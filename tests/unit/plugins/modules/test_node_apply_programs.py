@@ -39,17 +39,25 @@ def program(directory, name, script):
 @pytest.fixture
 def commands(monkeypatch):
     """run_command recorded; the package managers only recorded, everything else really run."""
-    calls = []
+    calls = Calls()
     real = basic.AnsibleModule.run_command
 
     def run(module, argv, **kwargs):
         argv = [str(a) for a in argv]
         calls.append(argv)
         if os.path.basename(argv[0]) in ("apt-get", "dnf"):
+            calls.brings()
             return 0, "", ""
         return real(module, argv, **kwargs)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run)
     return calls
+
+
+class Calls(list):
+    """The commands run; brings() is what a package manager's install puts on the node (nothing by default)."""
+
+    def brings(self):
+        pass
 
 
 @pytest.fixture
@@ -67,9 +75,16 @@ def test_a_package_is_installed_only_where_its_program_is_missing(run_module, co
     packages = [{"name": "present", "program": "present-tool"}, {"name": "tool-pkg", "program": "missing-tool"}]
     checked = run_module(node_apply.main, {"packages": packages, "_ansible_check_mode": True}).result
     assert checked["packages"] == ["tool-pkg"] and checked["changed"] and commands == []
+    # The package manager (recorded, not run) brought nothing: the program is named.
+    failed = run_module(node_apply.main, {"node": "n1", "packages": packages})
+    assert failed.failed and failed.result["msg"] == (
+        "n1: installing tool-pkg did not bring missing-tool: set the role's program variable to where the package "
+        "puts it")
+    del commands[:]
+    commands.brings = lambda: program(bin_dir, "missing-tool", "exit 0\n")
     done = run_module(node_apply.main, {"packages": packages}).result
     assert done["packages"] == ["tool-pkg"] and done["changed"]
-    assert commands == [[apt, "install", "--yes", "--quiet", "--no-install-recommends", "tool-pkg"]]
+    assert commands == [[apt] + programs.MANAGERS[0][1][1:] + ["tool-pkg"]]
     del commands[:]
     program(bin_dir, "missing-tool", "exit 0\n")
     again = run_module(node_apply.main, {"packages": packages}).result
