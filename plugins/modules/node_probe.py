@@ -118,10 +118,10 @@ options:
     description: The node's inventory name, which the problems name.
     type: str
     default: this node
-  programs:
-    description: Programs to look up on PATH and in the system directories, reported in RV(programs).
+  present:
+    description: Paths to look for (a link counts, whatever it points to), reported in RV(present).
     type: list
-    elements: str
+    elements: path
     default: []
   python:
     description:
@@ -266,11 +266,10 @@ service:
       type: list
       elements: str
   sample: {user: ascend-inference, device_group: HwHiAiUser, problems: []}
-programs:
-  description: The path of each of O(programs), or null where it is not installed.
+present:
+  description: Whether each of O(present) exists.
   returned: always
   type: dict
-  sample: {nft: /usr/sbin/nft}
 python:
   description:
     - O(python.path) with its C(version) (null where it does not exist or does not run), the installed version
@@ -524,7 +523,7 @@ def main():
             engine_container=dict(type="bool", default=False),
             service_user=dict(type="str", default=service_account.ROOT),
             node=dict(type="str", default="this node"),
-            programs=dict(type="list", elements="str", default=[]),
+            present=dict(type="list", elements="path", default=[]),
             python=dict(type="dict", options=dict(
                 path=dict(type="path", required=True),
                 distributions=dict(type="list", elements="str", default=[]),
@@ -597,7 +596,7 @@ def main():
         container_mounts_missing=[p for p in container.DRIVER_MOUNTS if not os.path.exists(p)]
         if module.params["engine_container"] else [],
         service=service,
-        programs=dict((name, module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin"])) for name in module.params["programs"]),
+        present=dict((path, os.path.lexists(path)) for path in module.params["present"]),
         cann_env=_cann_env(module, toolkit["set_env"] if toolkit else None),
         python=_python(module, module.params["python"]),
     )

@@ -15,8 +15,7 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase impo
 # RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens.
 VALID_NAME = r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?([.][A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$'
 MARKER = "# {mark} ascend.inference cluster nodes"
-# What node_apply sets itself; any other strategy is ansible.builtin.hostname's (the role's own task, run where the
-# record's set_by_phase is false).
+# What node_apply sets itself; any other strategy is ansible.builtin.hostname's, run by the phase after the apply.
 OWN_STRATEGIES = ("", "systemd", "file")
 NODE_VARS = ("ascend_hostname", "ascend_node_ip", "ansible_host")
 SETTINGS = {"strategy": "str", "manage_etc_hosts": "bool"}
@@ -42,4 +41,17 @@ def desired(node, settings):
         state["hostname"] = {"name": name, "strategy": "systemd"}
     if settings["manage_etc_hosts"]:
         state["blocks"] = [{"path": "/etc/hosts", "marker": MARKER, "block": etc_hosts.etc_hosts_block(nodes)}]
-    return {"apply": state, "record": {"name": name, "set_by_phase": strategy in OWN_STRATEGIES}}
+    result = {"apply": state, "record": {"name": name}}
+    if strategy not in OWN_STRATEGIES:
+        # redhat's /etc/sysconfig/network, debian's whole file, ...: the module that knows them, in the task's mode.
+        result["after"] = lambda applied: {"changed": by_module(node, name, strategy)}
+    return result
+
+
+def by_module(node, name, strategy):
+    """Set NAME with ansible.builtin.hostname's STRATEGY; whether it changed (or would) the node."""
+    done = node.run("ansible.builtin.hostname", {"name": name, "use": strategy}, checked=True)
+    if done.get("failed"):
+        raise Refused("%s: setting the host name %s with the %s strategy failed: %s"
+                      % (node.host, name, strategy, done.get("msg")))
+    return bool(done.get("changed"))

@@ -18,9 +18,11 @@ import re
 from ansible_collections.ascend.inference.plugins.module_utils.plan import monitoring_rules
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
-SETTINGS = {"package": "str", "config": "str", "directory": "str", "unit": "str", "promtool": "str", "scrape_interval": "str",
-            "evaluation_interval": "str", "thresholds": "dict", "export_dir": "str"}
+SETTINGS = {"package": "str", "config": "str", "directory": "str", "unit": "str", "promtool": "str",
+            "scrape_interval": "str", "evaluation_interval": "str", "thresholds": "dict", "export_dir": "str"}
 RULES = "rules/ascend-inference.rules.yml"
+# Prometheus answers /-/ready once it has loaded its configuration and rules: seconds on a node of this size.
+READY_TIMEOUT = 60
 CONFIG = "prometheus.yml"
 # For the person's Grafana (the collection installs none): the dashboard and a provisioning file that loads it.
 GRAFANA = (("grafana/ascend-inference.json", "monitoring/ascend-inference-dashboard.json"),
@@ -119,9 +121,11 @@ def desired(node, settings):
         for entry in apply["directories"] + entries:
             entry.update(owner)
     if not export:
-        apply["packages"] = [{"name": settings["package"], "program": settings["promtool"]}]
+        # The server and promtool come in the one package.
+        apply["packages"] = [{"name": settings["package"], "program": "prometheus"},
+                             {"name": settings["package"], "program": settings["promtool"]}]
         apply["units"] = [{"name": settings["unit"], "state": "started", "reload_on": [config, rules_path]}]
-        apply["answers"] = [{"label": "Prometheus' /-/ready", "timeout": 60,
+        apply["answers"] = [{"label": "Prometheus' /-/ready", "timeout": READY_TIMEOUT,
                              "url": "http://127.0.0.1:%d/-/ready" % node.plan["monitoring"]["prometheus_port"]}]
     targets = node.plan["monitoring"]["targets"]
     return {"apply": apply, "record": {"directory": directory, "config": config,

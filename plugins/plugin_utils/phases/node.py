@@ -68,12 +68,13 @@ class Node(object):
             facts = (hostvars[host].get("ansible_facts") or {}) if host in hostvars else {}
         return (self._action._templar.template(facts.get(APPLIED)) or {}).get(phase)
 
-    def run(self, module, args):
+    def run(self, module, args, checked=False):
         """Run a module on this node: a read the phase needs before it can say what it wants, run in --check too
-        (as a task with check_mode: false). A phase that changes the node through it checks check_mode itself."""
+        (as a task with check_mode: false). A phase that changes the node through it checks check_mode itself, or
+        passes CHECKED: the module then runs in the task's own mode (it reports in --check what it would do)."""
         task = self._action._task
         check_mode = task.check_mode
-        task.check_mode = False
+        task.check_mode = check_mode if checked else False
         try:
             return self._action._execute_module(module_name=module, module_args=args, task_vars=self._task_vars)
         finally:

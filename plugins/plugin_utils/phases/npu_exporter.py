@@ -19,8 +19,8 @@ __metaclass__ = type
 import os
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import backends
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd
-from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd, unit_names
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused, seen_absent
 
 SETTINGS = {"binary": "str", "program": "str", "extra_args": "list"}
 LOG_DIRECTORY = "ascend-npu-exporter"
@@ -33,6 +33,13 @@ def argv(program, address, port, extra_args):
             "-logFile=/var/log/%s/npu-exporter.log" % LOG_DIRECTORY] + [str(arg) for arg in extra_args or []]
 
 
+def leftovers(plan):
+    """What a node without the exporter may hold of an earlier plan's: the preflight looks for its unit file (the
+    apply writes the unit file before the program, so a program without it is left only by a hand or by the role of
+    an earlier release whose -version check failed)."""
+    return ["%s/%s" % (plan["cluster"]["unit_dir"], unit_names.NPU_EXPORTER)]
+
+
 def desired(node, settings):
     """settings: binary (Huawei's program on the controller), program (where it goes on the node), extra_args (more
     flags)."""
@@ -41,6 +48,8 @@ def desired(node, settings):
     unit = exporter["unit"]
     unit_path = "%s/%s" % (plan["cluster"]["unit_dir"], unit)
     if not exporter["enabled"] or node.host not in exporter["hosts"]:
+        if seen_absent(node, leftovers(plan)):
+            return {"apply": None, "record": {"enabled": False}}
         return {"apply": {"units": [{"name": unit, "file": unit_path, "state": "absent"}],
                           "absent": [unit_path, settings["program"]]},
                 "record": {"enabled": False}}
@@ -66,12 +75,14 @@ def desired(node, settings):
               "firewall": plan["cluster"]["units"]["firewall"],
               "service_lines": backends.service_lines(plan, plan["nodes"][node.host])}
     url = "http://%s:%d/metrics" % (address, exporter["port"])
-    apply = {"files": [{"path": settings["program"], "mode": "0755", "controller_file": settings["binary"],
+    apply = {"files": [{"path": unit_path, "mode": "0644", "template": "npu_exporter/ascend-npu-exporter.service.j2",
+                        "values": values},
+                       {"path": settings["program"], "mode": "0755", "controller_file": settings["binary"],
                         # One built for another architecture fails here (Exec format error), not as a unit that
                         # never serves.
-                        "validate": "%s -version"},
-                       {"path": unit_path, "mode": "0644", "template": "npu_exporter/ascend-npu-exporter.service.j2",
-                        "values": values}],
+                        "validate": "%s -version",
+                        "fix": "npu_exporter_binary (%s) does not run on %s: give the program built for this node's "
+                               "architecture" % (settings["binary"], node.host)}],
              "units": [{"name": unit, "file": unit_path, "state": "started",
                         "restart_on": [unit_path, settings["program"]]}],
              # The account the serve units run as: the exporter may be deployed before them.

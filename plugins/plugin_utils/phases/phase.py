@@ -13,8 +13,9 @@ A phase's ``desired(node, settings)`` returns {"apply": the node_apply options, 
 reads; "record": what it keeps in ascend_applied.<phase> for later phases (None: nothing, for a phase run once
 for the play); "warnings", "notes": lines for the log; "show": a report shown as it is; "changed": whether a
 phase that applies nothing changed the node; "fresh": the run's record starts again here; "after": a function of
-node_apply's result whose answer joins the record}. Files may be given as {"template": name, "values": {...}},
-rendered by the action plugin with plain Jinja.
+node_apply's result whose answer joins the record (its "changed", a step it ran itself, marks the task changed)}.
+Files may be given as {"template": name, "values": {...}}, rendered by the action plugin with plain Jinja, and a
+program the controller holds as {"controller_file": path}, sent only where the node's copy differs.
 ``node`` is the controller's view of one host (plugins/plugin_utils/phases/node.py): host, plan, check_mode,
 var(), group(), play_hosts(), applied(), run(), send(), render().
 """
@@ -33,6 +34,13 @@ class Refused(Exception):
 def stepped(result, unit, actions):
     """Whether node_apply's RESULT ran one of ACTIONS (start, restart, reload, ...) on UNIT."""
     return any(step["unit"] == unit and step["action"] in actions for step in result.get("steps") or [])
+
+
+def seen_absent(node, paths):
+    """Whether the preflight's probe of this run looked for every one of PATHS on the node and found none: a phase
+    that would only remove them then has nothing to apply (no round trip). Not looked for: False."""
+    present = (node.applied("preflight") or {}).get("present") or {}
+    return all(path in present and not present[path] for path in paths)
 
 
 def summary(result):

@@ -13,11 +13,13 @@ __metaclass__ = type
 from ansible.module_utils.common.validation import check_type_bool
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan import preflight_checks
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases import npu_exporter, router
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 # What of node_probe's answer the checks and the later phases read.
 KEPT = ("ipv4", "npu_smi", "npu", "device_files", "cann", "cann_version", "cann_notes", "cann_problems", "driver",
-        "model", "models", "engine", "listeners", "container_mounts_missing", "service", "cann_env", "python")
+        "model", "models", "engine", "listeners", "container_mounts_missing", "service", "cann_env", "python",
+        "present")
 SETTINGS = {"npu_smi": "str", "ascend_home": "str", "cann_layout": "str", "device_map": "dict", "model": "str",
             "model_record": "str", "engine": "dict", "service_user": "str", "engine_container": "bool",
             "python": "dict", "context": "dict",
@@ -51,6 +53,9 @@ def desired(node, settings):
     # As ansible-core 2.18 may render them inside a mapping: a null as "", a boolean as text.
     context["cann_pending"] = context.get("cann_pending") or None
     context["model_pending"] = check_type_bool(context.get("model_pending") or False)
+    # What the phases that only remove things on this node would remove: where none of it is there, they skip their
+    # round trip.
+    settings["present"] = router.leftovers(node.plan) + npu_exporter.leftovers(node.plan)
     found = node.run("ascend.inference.node_probe", dict(
         dict((k, v) for k, v in settings.items() if v not in (None, "")), node=node.host))
     if found.get("failed"):

@@ -29,8 +29,9 @@ NOT_INSTALLED, MODES = 4, 5
 VERIFY = ('[ -e "$2/acl" ] || exit 4; '
           '. "$1" >/dev/null 2>&1 || { echo "cannot source $1" >&2; exit 3; }; '
           'PYTHONPATH="$2${PYTHONPATH:+:$PYTHONPATH}" "$3" -c "$4" || exit; '
-          '[ -d "$5" ] && [ ! -L "$5" ] && [ -z "$(find "$5" ! -type l \\( \\( \\( -type d -o -perm /111 \\) ! -perm 755 \\) '
-          '-o \\( ! -type d ! -perm /111 ! -perm 644 \\) \\) -print -quit 2>&1)" ] || exit 5')
+          '[ -d "$5" ] && [ ! -L "$5" ] && [ -z "$(find "$5" ! -type l '
+          '\\( \\( \\( -type d -o -perm /111 \\) ! -perm 755 \\) -o \\( ! -type d ! -perm /111 ! -perm 644 \\) \\) '
+          '-print -quit 2>&1)" ] || exit 5')
 IMPORT = "import acl; count, ret = acl.rt.get_device_count(); print(count, ret, acl.get_soc_name())"
 # Ray and the engine import acl as the service account, but a makeself archive (the .run format) runs its installer
 # under umask 077 unless built with --keep-umask, leaving the tree to root alone (so does the nnrt double; what
@@ -83,7 +84,8 @@ def install(node, settings, kind, location, version, arch, site_packages):
         step(node, "copying %s" % location, "ansible.builtin.copy",
              {"src": node.send(location), "dest": package, "remote_src": True, "mode": "0700"})
     elif kind == "package_url":
-        step(node, "downloading %s" % location, "ansible.builtin.get_url",
+        # The file's name only: a URL may carry a token.
+        step(node, "downloading %s" % posixpath.basename(location.split("?", 1)[0]), "ansible.builtin.get_url",
              {"url": location, "dest": package, "checksum": settings["package_checksum"], "mode": "0700"})
     extracted = "%s/nnrt-%s" % (work, version)
     # The .run files are shell archives; bash runs them whatever their mode.
@@ -129,6 +131,11 @@ def desired(node, settings):
 
 
 def refused(node, settings, version, site_packages, found):
+    if found["rc"] == MODES:
+        return Refused("pyACL %s on host %s imports, but %s still has a path without the modes every account reads it "
+                       "with (u=rwX,go=rX) after they were set, or is missing or a link: %s" % (
+                           version, node.host, settings["install_path"],
+                           (found.get("stderr") or "").strip() or "find printed nothing"))
     said = ("no %s/acl after the install" % site_packages if found["rc"] == NOT_INSTALLED
             else (found.get("stderr") or found.get("stdout") or "exit %s" % found["rc"]).strip())
     return Refused("pyACL %s does not import with %s on host %s (PYTHONPATH=%s, CANN environment from %s): %s"

@@ -13,7 +13,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import systemd
-from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
+from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused, seen_absent
 from ansible_collections.ascend.inference.plugins.module_utils.plan.router import RUNTIME_DIRECTORY
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
@@ -35,6 +35,12 @@ def paths(plan):
     return {"directory": directory, "config": directory + "/haproxy.cfg", "map": directory + "/models.map",
             "models": directory + "/models.json", "keys": directory + "/clients.keys",
             "env": directory + "/router.env", "unit": "%s/%s" % (plan["cluster"]["unit_dir"], unit_names.ROUTER)}
+
+
+def leftovers(plan):
+    """What a node the router does not run on may hold of an earlier plan's: the preflight looks for it."""
+    where = paths(plan)
+    return [where["unit"], where["directory"]]
 
 
 def client_keys(node):
@@ -65,6 +71,8 @@ def desired(node, settings):
     router = plan.get("router")
     where = paths(plan)
     if not router or node.host not in router["hosts"]:
+        if seen_absent(node, leftovers(plan)):
+            return {"apply": None, "record": {"routes": False}}
         return {"apply": {"units": [{"name": unit_names.ROUTER, "file": where["unit"], "state": "absent"}],
                           "absent": [where["unit"], where["directory"]]},
                 "record": {"routes": False}}
@@ -98,8 +106,9 @@ def desired(node, settings):
             "reload_on": [where["config"], where["map"], where["models"], where["keys"]]}
     scheme = "https" if settings["tls_certificate"] else "http"
     result = {"apply": {"packages": [{"name": settings["package"], "program": settings["program"]}],
-                        "requires": [{"argv": [settings["program"], "-vv"], "version_pattern": r"HAProxy version ([0-9.]+)",
-                                      "minimum": OLDEST, "contains": ["prometheus-exporter"], "fix": FIX}],
+                        "requires": [{"argv": [settings["program"], "-vv"], "minimum": OLDEST,
+                                      "version_pattern": r"HAProxy version ([0-9.]+)",
+                                      "contains": ["prometheus-exporter"], "fix": FIX}],
                         "directories": [{"path": where["directory"], "mode": "0755"}], "files": files,
                         "secrets": secrets, "units": [unit],
                         "answers": [{"label": "the router's /health", "timeout": HEALTH_TIMEOUT,

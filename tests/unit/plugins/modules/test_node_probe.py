@@ -233,16 +233,12 @@ def test_the_service_account_is_told_which_model_file_it_cannot_read(run_module,
         shutil.rmtree(model)
 
 
-def test_programs_the_later_roles_need_are_looked_up(run_module, tmp_path, monkeypatch):
-    """nft for the firewall role, which otherwise installs nftables in a round trip of its own."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    # A name of its own: this machine may have a real nft in /usr/sbin, which is searched first.
-    (bin_dir / "probe-test-tool").write_text("#!/bin/sh\n")
-    (bin_dir / "probe-test-tool").chmod(0o755)
-    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
-    done = run_module(main, {"npu_smi": "no-such-npu-smi", "programs": ["probe-test-tool", "no-such-program-here"]})
-    assert done.result["programs"] == {"probe-test-tool": str(bin_dir / "probe-test-tool"), "no-such-program-here": None}
+def test_the_paths_a_phase_would_remove_are_looked_for_a_dangling_link_counting(run_module, tmp_path):
+    (tmp_path / "unit").write_text("[Unit]\n")
+    os.symlink(str(tmp_path / "gone"), str(tmp_path / "link"))
+    paths = [str(tmp_path / name) for name in ("unit", "link", "missing")]
+    done = run_module(main, {"npu_smi": "no-such-npu-smi", "present": paths})
+    assert done.result["present"] == dict(zip(paths, [True, True, False]))
     # Detection only: nothing of what the roles write is read.
     assert not set(done.result) & {"paths", "units", "files", "texts", "hostname"}
 

@@ -290,6 +290,21 @@ def test_the_router_is_removed_where_it_does_not_run():
     assert units(state)["ascend-router.service"]["state"] == "absent"
 
 
+def test_a_node_without_the_router_skips_its_round_trip_only_where_the_probe_saw_nothing_of_it():
+    plan = make_plan(INSTANCES_REPLICAS)
+    unit, directory = "/etc/systemd/system/ascend-router.service", "/etc/ascend-inference/router"
+    assert phase_router.leftovers(plan) == [unit, directory]
+    clean = FakeNode("w", plan, instances=INSTANCES_REPLICAS)
+    clean.records = {"w": {"preflight": {"present": {unit: False, directory: False}}}}
+    assert phase_router.desired(clean, ROUTER) == {"apply": None, "record": {"routes": False}}
+    left = FakeNode("w", plan, instances=INSTANCES_REPLICAS)
+    left.records = {"w": {"preflight": {"present": {unit: False, directory: True}}}}
+    assert phase_router.desired(left, ROUTER)["apply"]["absent"] == [unit, directory]
+    # No probe of this run (or one that did not look): removed as before.
+    unprobed = FakeNode("w", plan, instances=INSTANCES_REPLICAS)
+    assert phase_router.desired(unprobed, ROUTER)["apply"]["absent"] == [unit, directory]
+
+
 def test_clients_keys_default_to_the_engines_and_none_is_warned():
     plan = make_plan()
     node = FakeNode("h", plan)

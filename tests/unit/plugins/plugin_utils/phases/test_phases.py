@@ -47,7 +47,7 @@ class FakeNode(object):
     def __init__(self, host, plan, variables=None, applied=None, run=None, check_mode=False):
         self.host, self.plan, self.check_mode = host, plan, check_mode
         self.variables, self.records, self.answers = variables or {}, applied or {}, run or {}
-        self.ran = []
+        self.ran, self.checked = [], []
 
     def var(self, name, default=None, host=None):
         return self.variables.get(host or self.host, {}).get(name, default)
@@ -61,8 +61,9 @@ class FakeNode(object):
     def applied(self, phase, host=None):
         return self.records.get(host or self.host, {}).get(phase)
 
-    def run(self, module, args):
+    def run(self, module, args, checked=False):
         self.ran.append((module, args))
+        self.checked.append(checked)
         return self.answers[module]
 
 
@@ -322,11 +323,13 @@ def test_the_npu_exporter_is_sent_checked_by_running_it_and_waited_for(tmp_path)
     binary.write_text("#!/bin/sh\n")
     found = phase_npu_exporter.desired(FakeNode("h", plan), dict(EXPORTER, binary=str(binary)))
     state = accepted(found["apply"])
-    program = state["files"][0]
+    program = state["files"][1]
     assert (program["path"], program["mode"], program["checksum"]) == (EXPORTER["program"], "0755", "0" * 40)
     # A program for another architecture is refused before it replaces the running one.
     assert program["validate"] == "%s -version"
-    assert found["apply"]["files"][0]["controller_file"] == str(binary)
+    assert found["apply"]["files"][1]["controller_file"] == str(binary)
+    assert program["fix"] == "npu_exporter_binary (%s) does not run on h: give the program built for this node's " \
+        "architecture" % binary
     exporter_unit = unit(state, "ascend-npu-exporter.service")
     assert EXPORTER["program"] in exporter_unit["restart_on"]
     assert [answer["url"] for answer in state["answers"]] == [found["record"]["url"]]
@@ -334,6 +337,13 @@ def test_the_npu_exporter_is_sent_checked_by_running_it_and_waited_for(tmp_path)
     disabled["monitoring"] = monitoring.section(disabled, {"npu_exporter_enabled": False, "monitors": []})[0]
     off = phase_npu_exporter.desired(FakeNode("h", disabled), EXPORTER)["apply"]
     assert EXPORTER["program"] in off["absent"] and "answers" not in off
+    # Where the preflight's probe found no unit file, nothing to remove and no round trip.
+    (unit_path,) = phase_npu_exporter.leftovers(disabled)
+    assert unit_path == "/etc/systemd/system/ascend-npu-exporter.service"
+    probed = FakeNode("h", disabled, applied={"h": {"preflight": {"present": {unit_path: False}}}})
+    assert phase_npu_exporter.desired(probed, EXPORTER) == {"apply": None, "record": {"enabled": False}}
+    probed.records["h"]["preflight"]["present"][unit_path] = True
+    assert unit_path in phase_npu_exporter.desired(probed, EXPORTER)["apply"]["absent"]
 
 
 def test_prometheus_is_installed_where_promtool_is_missing_and_its_readiness_waited_for():
@@ -344,7 +354,8 @@ def test_prometheus_is_installed_where_promtool_is_missing_and_its_readiness_wai
                 "evaluation_interval": "15s", "thresholds": {}, "export_dir": None}
     state = phase_monitoring.desired(FakeNode("mon", plan), settings)["apply"]
     accepted(state)
-    assert state["packages"] == [{"name": "prometheus", "program": "/usr/bin/promtool"}]
+    assert state["packages"] == [{"name": "prometheus", "program": "prometheus"},
+                                 {"name": "prometheus", "program": "/usr/bin/promtool"}]
     assert [answer["url"] for answer in state["answers"]] == [
         "http://127.0.0.1:%d/-/ready" % plan["monitoring"]["prometheus_port"]]
     exported = phase_monitoring.desired(FakeNode("mon", plan), dict(settings, export_dir="/tmp/x"))["apply"]
@@ -369,6 +380,8 @@ class Reads(FakeNode):
         self.ran.append((module, args))
         if module == "ansible.builtin.command" and args["argv"][:3] == ["bash", "-c", phase_pyacl.VERIFY]:
             return {"rc": self.rcs.pop(0), "stdout": "", "stderr": "ImportError: libascendcl.so"}
+        if module in getattr(self, "failing", ()):
+            return {"failed": True, "msg": "HTTP Error 404"}
         return {"rc": 0, "changed": True}
 
 
@@ -422,6 +435,17 @@ def test_pyacl_refuses_a_bad_source_and_an_import_that_fails():
     with pytest.raises(Refused) as refused:
         phase_pyacl.desired(Reads([4, 4]), PYACL)
     assert str(refused.value).endswith("no %s/acl after the install" % SITE)
+    with pytest.raises(Refused) as refused:
+        phase_pyacl.desired(Reads([5, 5]), PYACL)
+    assert str(refused.value).startswith("pyACL 8.5.0 on host h imports, but /usr/local/Ascend/pyACL still has a path "
+                                         "without the modes every account reads it with")
+    node = Reads([4])
+    node.failing = {"ansible.builtin.get_url"}
+    with pytest.raises(Refused) as refused:
+        phase_pyacl.desired(node, dict(PYACL, package_remote="", package_checksum="sha256:ab",
+                                       package_url="https://user:secret@h/Ascend-cann-nnrt_8.5.0_linux-x.run"))
+    # The file's name, not the URL and what it may carry.
+    assert str(refused.value) == "h: downloading Ascend-cann-nnrt_8.5.0_linux-x.run failed: HTTP Error 404"
 
 
 def test_host_names_are_checked_across_the_cluster():
@@ -439,11 +463,20 @@ def test_host_names_are_checked_across_the_cluster():
 
 
 @pytest.mark.parametrize("strategy, by_phase", [("", True), ("systemd", True), ("file", True), ("debian", False)])
-def test_a_strategy_node_apply_does_not_take_is_left_to_the_roles_hostname_task(strategy, by_phase):
-    # roles/hostnames/tasks/main.yml runs ansible.builtin.hostname where the record says the phase did not set it.
-    found = hostnames.desired(FakeNode("w", make_plan()), {"strategy": strategy, "manage_etc_hosts": False})
-    assert found["record"] == {"name": "w", "set_by_phase": by_phase}
+def test_a_strategy_node_apply_does_not_take_is_set_by_the_hostname_module_after_it(strategy, by_phase):
+    node = FakeNode("w", make_plan(), run={"ansible.builtin.hostname": {"changed": True}}, check_mode=True)
+    found = hostnames.desired(node, {"strategy": strategy, "manage_etc_hosts": False})
+    assert found["record"] == {"name": "w"}
     assert ("hostname" in found["apply"]) == by_phase
+    assert ("after" in found) != by_phase
+    if not by_phase:
+        # Run after the apply, in the task's mode: --check asks the module what it would do.
+        assert found["after"]({}) == {"changed": True}
+        assert node.ran == [("ansible.builtin.hostname", {"name": "w", "use": "debian"})] and node.checked == [True]
+        node.answers["ansible.builtin.hostname"] = {"failed": True, "msg": "unknown strategy"}
+        with pytest.raises(Refused) as refused:
+            found["after"]({})
+        assert str(refused.value) == "w: setting the host name w with the debian strategy failed: unknown strategy"
 
 
 def test_the_node_environment_reads_cann_once_and_restarts_what_loads_it():
