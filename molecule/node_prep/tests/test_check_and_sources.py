@@ -82,11 +82,13 @@ def test_pyacl_and_cann_from_the_controller_and_from_a_url_with_a_checksum(tmp_p
     finally:
         head.run("systemctl stop packages.service")
     assert code == 0, out[-3000:]
-    for role, copy, download in (("pyacl", "Copy the package from the controller", "Download the package"),
-                                 ("cann", "Copy the packages from the controller", "Download the packages")):
-        copied = out.split("TASK [ascend.inference.%s : %s]" % (role, copy))[1].split("TASK [")[0]
-        fetched = out.split("TASK [ascend.inference.%s : %s]" % (role, download))[1].split("TASK [")[0]
-        assert "changed: [prep-head]" in copied and "changed: [prep-worker1]" in fetched, out[-3000:]
+    # pyACL's phase says where each node's package came from.
+    assert "prep-head: pyACL 8.5.0 installed (%s sent from the controller) under /tmp/pyacl-src" % package in out, \
+        out[-3000:]
+    assert "prep-worker1: pyACL 8.5.0 installed (%s downloaded) under /tmp/pyacl-src" % package in out, out[-3000:]
+    copied = out.split("TASK [ascend.inference.cann : Copy the packages from the controller]")[1].split("TASK [")[0]
+    fetched = out.split("TASK [ascend.inference.cann : Download the packages]")[1].split("TASK [")[0]
+    assert "changed: [prep-head]" in copied and "changed: [prep-worker1]" in fetched, out[-3000:]
     for name in ("prep-head", "prep-worker1"):
         assert node(name).file("/tmp/pyacl-src/CANN-8.5.0/python/site-packages/acl").exists, name
         assert node(name).file("/tmp/cann-work/" + toolkit).mode == 0o600, name

@@ -125,7 +125,11 @@ def desired(node, settings):
     found = verify(node, settings, site_packages)
     if found["rc"] != 0:
         raise refused(node, settings, version, site_packages, found)
-    done = "installed" if missing else "given the modes every account reads it with"
+    # Where the package came from, by its file's name only (a URL may carry a token).
+    name = posixpath.basename(location.split("?", 1)[0])
+    done = ("installed (%s)" % {"package": "%s sent from the controller", "package_url": "%s downloaded",
+                                "package_remote": "%s on the node"}[kind] % name
+            if missing else "given the modes every account reads it with")
     return {"apply": None, "changed": True, "record": record,
             "notes": ["pyACL %s %s under %s" % (version, done, settings["install_path"])]}
 

@@ -401,7 +401,8 @@ def test_pyacl_is_installed_where_missing_and_read_again_never_in_check_mode():
     assert len(node.ran) == 1
     node = Reads([4, 0])
     found = phase_pyacl.desired(node, PYACL)
-    assert found["notes"] == ["pyACL 8.5.0 installed under /usr/local/Ascend/pyACL"]
+    assert found["notes"] == ["pyACL 8.5.0 installed (%s on the node) under /usr/local/Ascend/pyACL"
+                              % PYACL["package_remote"][len("/srv/"):]]
     steps = [(module, args.get("argv", [None, None])[1] if module.endswith("command") else args["path"])
              for module, args in node.ran[1:]]
     # The node's own package: no copy; extracted, installed, its modes corrected, then read again.
