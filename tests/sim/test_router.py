@@ -53,6 +53,7 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
     from ansible_collections.ascend.inference.plugins.plugin_utils.phases import router as phase_router
     from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import render
     from ansible_collections.ascend.inference.plugins.modules import router_server
+    from ansible_collections.ascend.inference.plugins.module_utils.apply import programs
 
     ports = dict((name, free_port()) for name in ("a1", "a2", "big", "router", "metrics"))
     engines = {}
@@ -79,7 +80,7 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
                                     {"name": "model-big", "served_model_name": "big", "check_path": "/health",
                                      "allowed_paths": ["/v1/completions", "/v1/chat/completions"],
                                      "servers": [server("big")]}]}}
-    settings = {"program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
+    settings = {"package": "haproxy", "program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
                 "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "tls_certificate": ""}
     state = phase_router.desired(Node(plan, {"ascend_api_key": ENGINE_KEY, "router_client_keys": [CLIENT_KEY]},
                                       render), settings)["apply"]
@@ -91,6 +92,10 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
             spec.get("content", state["secrets"].get(spec["path"]))
         with open(spec["path"], "w") as handle:
             handle.write(text)
+    # What the apply asks of the program, judged on this machine's real HAProxy (Debian 12's 2.6).
+    (build,) = state["requires"]
+    said = subprocess.run([HAPROXY, "-vv"], capture_output=True, text=True, check=False)
+    assert programs.judged(build, said.returncode, said.stdout, said.stderr) is None, said.stdout[:300]
     config = plan["cluster"]["config_dir"] + "/router/haproxy.cfg"
     checked = subprocess.run([HAPROXY, "-c", "-q", "-f", config], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
