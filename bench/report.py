@@ -13,7 +13,7 @@ import shlex
 import statistics
 import sys
 
-# The issue's targets (#37): (label, rule, sizes, limit), each met when its measure is at most limit:
+# The issues' targets (#37, #58): (label, rule, sizes, limit), each met when its measure is at most limit:
 #   tasks      tasks per node (ok + skipped in the recap, mean over the hosts) of the deploy and of the no-op,
 #              medians, at every measured size (the largest counts);
 #   noop/baseline, deploy/baseline  the ratio of medians at each of sizes that was measured (the largest counts);
