@@ -11,10 +11,12 @@ work=${VLLM_TABLES_WORK:-/tmp/vllm-tables}
 # Keep in step with VLLM_RELEASES in plugins/module_utils/engines/releases.py and
 # plugins/module_utils/engines/option_tables.py (unit tests check that every table
 # they list exists and names its release).
-SUPPORTED="0.9.1 0.11.0 0.23.0 0.33.0"
+SUPPORTED="0.9.1 0.11.0 0.23.0 0.30.0 0.32.0 0.33.0"
 # vLLM's GPU kernels and their CUDA stacks are not needed to build the parser: the
-# CPU torch stands in for the pinned one (the options do not depend on it).
-skip='^(torch|torchaudio|torchvision|xformers|flashinfer|nvidia|tilelang|apache-tvm|quack|tokenspeed|humming|fastsafetensors|triton|cupy|ray|intel|zentorch|deep[-_]gemm|numba)([^a-z_-]|$)'
+# CPU torch stands in for the pinned one (the options do not depend on it). torchcodec
+# and PyNvVideoCodec (vLLM 0.30 and later) are CUDA video decoders: torchcodec's library
+# wants libnvrtc and raises OSError at import, which vLLM only guards as ImportError.
+skip='^(torch|torchaudio|torchvision|torchcodec|pynvvideocodec|xformers|flashinfer|nvidia|tilelang|apache-tvm|quack|tokenspeed|humming|fastsafetensors|triton|cupy|ray|intel|zentorch|deep[-_]gemm|numba)([^a-z_-]|$)'
 torch_requirement=${VLLM_TABLES_TORCH:-torch==2.13.0}
 
 mkdir -p "$work"

@@ -44,9 +44,10 @@ options:
   engine_version:
     description:
       - The engine package's release (vllm-mindspore V(0.5.1), vllm-ascend V(0.23.0)); selects the vLLM
-        release it runs on (vllm-mindspore 0.4.x on vLLM 0.9.1, 0.5.x on 0.11.0; vllm-ascend X.Y.Z on X.Y.Z),
-        whose C(serve) options O(serve_options) are checked against.
-      - Tables ship for vLLM 0.9.1, 0.11.0, 0.23.0 and 0.33.0; another release is refused.
+        release it runs on (vllm-mindspore 0.4.x on vLLM 0.9.1, 0.5.x on 0.11.0; vllm-ascend X.Y.Z and X.Y.ZrcN
+        on X.Y.Z, for example V(0.30.0) and V(0.32.0rc1)), whose C(serve) options O(serve_options) are checked
+        against.
+      - Tables ship for vLLM 0.9.1, 0.11.0, 0.23.0, 0.30.0, 0.32.0 and 0.33.0; another release is refused.
       - Default V(0.5.1) for vllm-mindspore, V(0.23.0) for vllm-ascend.
     type: str
   model:

@@ -2,7 +2,7 @@
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Each shipped vLLM release's ``serve`` option table, by release (the planner checks ascend_serve_options against
-it). Apart from releases.py so that the modules that run on a node do not carry the four tables."""
+it). Apart from releases.py so that the modules that run on a node do not carry the tables."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,6 +12,8 @@ from ansible_collections.ascend.inference.plugins.module_utils.engines import (
     vllm_options_0_9_1,
     vllm_options_0_11_0,
     vllm_options_0_23_0,
+    vllm_options_0_30_0,
+    vllm_options_0_32_0,
     vllm_options_0_33_0,
 )
 
@@ -19,4 +21,5 @@ from ansible_collections.ascend.inference.plugins.module_utils.engines import (
 # releases.VLLM_RELEASES (tests/unit/plugins/module_utils/engines/test_releases.py).
 OPTION_TABLES = dict(
     (table.VLLM_VERSION, table) for table in (
-        vllm_options_0_9_1, vllm_options_0_11_0, vllm_options_0_23_0, vllm_options_0_33_0))
+        vllm_options_0_9_1, vllm_options_0_11_0, vllm_options_0_23_0, vllm_options_0_30_0, vllm_options_0_32_0,
+        vllm_options_0_33_0))

@@ -43,9 +43,11 @@ LLMDATADIST = "LLMDataDistCMgrConnector"
 
 # Per vLLM release the collection ships an option table for:
 # - kv_connectors: the connectors vllm-ascend registers on it (vllm_ascend/distributed/__init__.py, 0.23's
-#   kv_transfer/__init__.py) that the collection builds, the first the default; none where its source was not read;
+#   kv_transfer/__init__.py) that the collection builds, the first the default; none where its source was not read
+#   (0.30.0, 0.32.0, 0.33.0: the vllm-ascend source stored here ends at v0.25.1rc1), and pd.py refuses prefill/decode
+#   there;
 # - llmdd_rpc_port_env: the variable LLMDataDist reads its RPC base port from (vllm_ascend/envs.py; renamed in 0.10,
-#   vllm-ascend #2399);
+#   vllm-ascend #2399); None after 0.11 (LLMDataDist removed in vllm-ascend #4780, last in v0.11.0);
 # - kv_cache_usage, inter_token_latency: the names of those metrics (vllm/v1/metrics/loggers.py of each wheel;
 #   tests/unit/plugins/module_utils/engines/fixtures/vllm_metrics): 0.9.1 has the older names, and 0.11 still has
 #   its KV one behind --show-hidden-metrics-for-version.
@@ -56,6 +58,10 @@ VLLM_RELEASES = {
     "0.11.0": {"kv_connectors": (LLMDATADIST,), "llmdd_rpc_port_env": "VLLM_ASCEND_LLMDD_RPC_PORT",
                "kv_cache_usage": "vllm:kv_cache_usage_perc", "inter_token_latency": "vllm:inter_token_latency_seconds"},
     "0.23.0": {"kv_connectors": (MOONCAKE,), "llmdd_rpc_port_env": None,
+               "kv_cache_usage": "vllm:kv_cache_usage_perc", "inter_token_latency": "vllm:inter_token_latency_seconds"},
+    "0.30.0": {"kv_connectors": (), "llmdd_rpc_port_env": None,
+               "kv_cache_usage": "vllm:kv_cache_usage_perc", "inter_token_latency": "vllm:inter_token_latency_seconds"},
+    "0.32.0": {"kv_connectors": (), "llmdd_rpc_port_env": None,
                "kv_cache_usage": "vllm:kv_cache_usage_perc", "inter_token_latency": "vllm:inter_token_latency_seconds"},
     "0.33.0": {"kv_connectors": (), "llmdd_rpc_port_env": None,
                "kv_cache_usage": "vllm:kv_cache_usage_perc", "inter_token_latency": "vllm:inter_token_latency_seconds"},

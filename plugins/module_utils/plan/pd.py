@@ -5,7 +5,8 @@
 pools becomes two instances, NAME-prefill and NAME-decode, planned like any other, joined by vllm-ascend's KV
 connector (``--kv-transfer-config``, written here) and fronted by vllm-ascend's proxy (one unit per PD instance).
 vllm-ascend 0.23 pairs them through Mooncake (MooncakeConnectorV1); 0.9.1 and 0.11 through LLMDataDist
-(LLMDataDistCMgrConnector, with a rank table: pd_ranktable.py).
+(LLMDataDistCMgrConnector, with a rank table: pd_ranktable.py). A release whose connector source was not read (0.30,
+0.32, 0.33: engines/releases.py) is refused.
 
 The Mooncake rules, from vllm-ascend 0.23.0's source (docs/disaggregation.md names each file):
 - each pool's ``kv_connector_extra_config.prefill``/``decode`` carries the pools' TP and DP sizes, its own equal to
@@ -257,8 +258,11 @@ def layout_problems(name, settings, plans, merged):
         return ["instance %s: prefill/decode disaggregation runs on vllm-ascend's KV connectors; %s %s has none "
                 "this collection builds" % (name, engine, version)]
     if vllm not in CONNECTORS:
-        return ["instance %s: vllm-ascend %s (vLLM %s): this release builds the KV connectors of vllm-ascend %s "
-                "only" % (name, version, vllm, ", ".join(sorted(CONNECTORS)))]
+        # A release whose vllm_ascend/distributed/ was not read (engines/releases.py: no kv_connectors).
+        return ["instance %s: vllm-ascend %s (vLLM %s) is refused for prefill/decode pools: its KV connector source "
+                "(vllm_ascend/distributed/) could not be read, so this collection does not know which connectors that "
+                "release registers; it builds those of vllm-ascend on vLLM %s" % (
+                    name, version, vllm, ", ".join(sorted(CONNECTORS, key=releases.version_key)))]
     connector = connector_of(settings, vllm)
     if connector not in CONNECTORS[vllm]:
         return ["instance %s: %s %s on vllm-ascend %s: this release builds %s there" % (

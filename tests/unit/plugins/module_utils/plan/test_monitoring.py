@@ -22,7 +22,7 @@ from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase impo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "engines", "fixtures", "vllm_metrics")
-RELEASES = ("0.9.1", "0.11.0", "0.23.0", "0.33.0")
+RELEASES = ("0.9.1", "0.11.0", "0.23.0", "0.30.0", "0.32.0", "0.33.0")
 DASHBOARD = os.path.join(HERE, "..", "..", "..", "..", "..", "roles", "monitoring", "files",
                          "ascend-inference-dashboard.json")
 QWEN = {"model_type": "qwen2", "num_attention_heads": 12, "num_key_value_heads": 12, "num_hidden_layers": 24}
@@ -177,7 +177,7 @@ def test_the_names_differ_as_the_issue_says():
     assert "vllm:gpu_cache_usage_perc" in release("0.9.1") and "vllm:kv_cache_usage_perc" not in release("0.9.1")
     assert release("0.11.0")["vllm:gpu_cache_usage_perc"]["hidden"]
     assert not release("0.11.0")["vllm:kv_cache_usage_perc"]["hidden"]
-    for version in ("0.23.0", "0.33.0"):
+    for version in ("0.23.0", "0.30.0", "0.32.0", "0.33.0"):
         assert "vllm:gpu_cache_usage_perc" not in release(version)
 
 

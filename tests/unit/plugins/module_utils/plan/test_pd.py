@@ -169,16 +169,31 @@ def test_pools_overlapping_another_instances_npus_are_named():
     assert "instances chat and ds-decode both use NPUs 0,1 on host d1" in found
 
 
+def unread(version, vllm):
+    return ("instance ds: vllm-ascend %s (vLLM %s) is refused for prefill/decode pools: its KV connector source "
+            "(vllm_ascend/distributed/) could not be read, so this collection does not know which connectors that "
+            "release registers; it builds those of vllm-ascend on vLLM 0.9.1, 0.11.0, 0.23.0" % (version, vllm))
+
+
 def test_engines_and_versions_without_a_built_connector_are_refused():
-    assert refused(None, version="0.33.0") == [
-        "instance ds: vllm-ascend 0.33.0 (vLLM 0.33.0): this release builds the KV connectors of vllm-ascend 0.11.0, "
-        "0.23.0, 0.9.1 only"]
+    assert refused(None, version="0.33.0") == [unread("0.33.0", "0.33.0")]
     assert refused(with_pools(kv_transfer={"connector": "MooncakeConnectorV1"}), version="0.11.0") == [
         "instance ds: ascend_instances.ds.kv_transfer.connector MooncakeConnectorV1 on vllm-ascend 0.11.0: this "
         "release builds LLMDataDistCMgrConnector there"]
     assert refused(None, engine="vllm-mindspore", version="0.5.1") == [
         "instance ds: prefill/decode disaggregation runs on vllm-ascend's KV connectors; vllm-mindspore 0.5.1 has "
         "none this collection builds"]
+
+
+@pytest.mark.parametrize("version,vllm", [("0.30.0", "0.30.0"), ("0.32.0rc1", "0.32.0")])
+def test_releases_whose_connector_source_was_not_read_are_refused(version, vllm):
+    """vllm-ascend v0.30.0 and v0.32.0rc1 serve (their vLLM's option tables ship) but their vllm_ascend/distributed/
+    was not read: no connector is assumed for them, whichever is asked for."""
+    assert plan({"chat": {"model": "/models/qwen", "hosts": ["p1"]}}, version=version,
+                configs={"chat": QWEN})["instances"]["chat"]["cluster"]["vllm_version"] == vllm
+    assert refused(None, version=version) == [unread(version, vllm)]
+    assert refused(with_pools(kv_transfer={"connector": "MooncakeConnectorV1"}), version=version) == [
+        unread(version, vllm)]
 
 
 def test_bad_pd_keys_are_named():

@@ -17,7 +17,8 @@ from ansible_collections.ascend.inference.plugins.module_utils.engines.releases 
 VLLM_VERSION = "0.11.0"
 # An engine release on each shipped vLLM: (engine, engine version).
 RELEASE_ON = {"0.9.1": ("vllm-mindspore", "0.4.0"), "0.11.0": ("vllm-mindspore", "0.5.1"),
-              "0.23.0": ("vllm-ascend", "0.23.0"), "0.33.0": ("vllm-ascend", "0.33.0")}
+              "0.23.0": ("vllm-ascend", "0.23.0"), "0.30.0": ("vllm-ascend", "0.30.0"),
+              "0.32.0": ("vllm-ascend", "0.32.0rc1"), "0.33.0": ("vllm-ascend", "0.33.0")}
 
 
 def node(name, ip, head=False, **extra):
@@ -598,11 +599,18 @@ def test_every_option_of_the_release_is_accepted_but_the_planners_own(vllm_help,
     assert all("is set by the planner; use" in e or " is refused: " in e for e in refused), refused
 
 
+# Releases whose --help=all keeps every option of the table before (vLLM 0.33.0 only adds to 0.32.0's).
+REMOVED_NONE = ("0.33.0",)
+
+
 @pytest.mark.parametrize("vllm", supported_vllm_versions()[1:])
 def test_options_removed_since_the_previous_table_are_refused_naming_the_release(vllm_help, vllm):
     from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import previous_vllm_version
     previous = previous_vllm_version(vllm)
     removed = sorted(set(vllm_help.read_capture(previous)) - set(vllm_help.read_capture(vllm)))
+    if vllm in REMOVED_NONE:
+        assert not removed and set(vllm_help.read_capture(vllm)) > set(vllm_help.read_capture(previous)), removed
+        return
     assert removed, "vLLM %s removed no option of %s?" % (vllm, previous)
     engine, version = RELEASE_ON[vllm]
     found = errors(engine=engine, engine_version=version, serve_options=dict((name, 1) for name in removed))
@@ -627,7 +635,8 @@ def test_vllm_ascend_0_23_takes_its_new_options_and_refuses_the_removed_ones():
 @pytest.mark.parametrize("engine,version,vllm", [
     ("vllm-mindspore", None, "0.11.0"), ("vllm-mindspore", "0.5.0", "0.11.0"), ("vllm-mindspore", "0.4.2", "0.9.1"),
     ("vllm-ascend", None, "0.23.0"), ("vllm-ascend", "0.9.1", "0.9.1"), ("vllm-ascend", "0.11.0", "0.11.0"),
-    ("vllm-ascend", "0.23.0.post1", "0.23.0"), ("vllm-ascend", "0.33.0", "0.33.0")])
+    ("vllm-ascend", "0.23.0.post1", "0.23.0"), ("vllm-ascend", "0.30.0", "0.30.0"),
+    ("vllm-ascend", "0.32.0rc1", "0.32.0"), ("vllm-ascend", "0.33.0", "0.33.0")])
 def test_engine_release_selects_its_vllm(engine, version, vllm):
     cluster = plan(engine=engine, engine_version=version)["cluster"]
     assert cluster["vllm_version"] == vllm
@@ -638,7 +647,8 @@ def test_engine_release_selects_its_vllm(engine, version, vllm):
 
 @pytest.mark.parametrize("engine,version,message", [
     ("vllm-ascend", "0.18.0", "ascend_engine_version: vllm-ascend 0.18.0 runs on vLLM 0.18.0, for which the "
-                              "collection ships no option table (tables: vLLM 0.9.1, 0.11.0, 0.23.0, 0.33.0)"),
+                              "collection ships no option table (tables: vLLM 0.9.1, 0.11.0, 0.23.0, 0.30.0, "
+                              "0.32.0, 0.33.0)"),
     ("vllm-ascend", "0.14.0rc1", "ascend_engine_version: vllm-ascend 0.14.0rc1 runs on vLLM 0.14.1, for which"),
     ("vllm-mindspore", "0.6.0", "ascend_engine_version: vllm-mindspore 0.6.0: no known vLLM pairing "
                                 "(known: 0.4.x on vLLM 0.9.1, 0.5.x on vLLM 0.11.0)"),
