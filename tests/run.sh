@@ -158,13 +158,16 @@ stage_sim() {
 
 # Every molecule scenario on the simulated cluster (podman, local image).
 stage_molecule() {
-  local image engine podman_node archive engine_image
+  local image engine podman_node archive engine_image vllm_image
   image=$("$repo/tests/sim/build-image.sh") || return 1
   # Container mode: a node image with podman, and the engine image as an archive to load.
   engine=$("$repo/tests/sim/build-engine-image.sh" "$image") || return 1
   read -r podman_node archive engine_image <<<"$engine"
+  # real_vllm: the node image with a real vLLM (its CPU build) where vllm-ascend would be.
+  vllm_image=$("$repo/tests/sim/build-vllm-image.sh" "$image") || return 1
   (cd "$repo" && PATH="$venv/bin:$PATH" ASCEND_SIM_IMAGE="$image" ASCEND_SIM_PODMAN_IMAGE="$podman_node" \
-    ASCEND_SIM_ENGINE_ARCHIVE="$archive" ASCEND_SIM_ENGINE_IMAGE="$engine_image" molecule test --all)
+    ASCEND_SIM_ENGINE_ARCHIVE="$archive" ASCEND_SIM_ENGINE_IMAGE="$engine_image" ASCEND_SIM_VLLM_IMAGE="$vllm_image" \
+    molecule test --all)
 }
 
 # The README's first command: the sandbox, deployed and answering, then removed.

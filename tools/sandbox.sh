@@ -11,10 +11,10 @@ network=ascend-sandbox
 subnet=10.89.250.0/24
 nodes=(sandbox-head=10.89.250.11 sandbox-worker=10.89.250.12)
 npus_per_node=2
-# Must match ascend_model and ascend_served_model_name in inventories/sandbox/group_vars.
-model=/models/Qwen2.5-7B-Instruct
-served_name=qwen2.5
-model_config='{"num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 28}'
+# Must match ascend_served_model_name and model_src in inventories/sandbox/group_vars: a tiny Llama made on this
+# machine, which the collection's model role copies to the nodes.
+served_name=tiny
+model_src=$repo/.cache/sandbox/tiny-llama
 
 log() { printf '\n=== %s\n' "$*"; }
 
@@ -23,18 +23,20 @@ start_nodes() {
   "$repo/tests/run.sh" setup
   "$repo/tests/sim/setup-host.sh"
   local image name ip
-  image=$("$repo/tests/sim/build-image.sh")
+  # The simulated node with a real vLLM (its CPU build) in place of vllm-ascend: several GB, built once.
+  image=$("$repo/tests/sim/build-vllm-image.sh" "$("$repo/tests/sim/build-image.sh")")
+  python3 "$repo/tests/sim/vllm/tiny_model.py" "$model_src"
   podman network exists "$network" || podman network create --subnet "$subnet" "$network" >/dev/null
   for entry in "${nodes[@]}"; do
     name=${entry%%=*} ip=${entry#*=}
     log "starting $name ($ip, $npus_per_node simulated NPUs)"
     podman container exists "$name" || podman create --name "$name" --hostname "$name" \
-      --network "$network" --ip "$ip" --systemd=always --cap-add SYS_ADMIN --cap-add NET_ADMIN "$image" /sbin/init >/dev/null
+      --network "$network" --ip "$ip" --systemd=always --cap-add SYS_ADMIN --cap-add NET_ADMIN --shm-size 1g \
+      "$image" /sbin/init >/dev/null
     podman start "$name" >/dev/null
     podman exec "$name" timeout 60 systemctl is-system-running --wait >/dev/null || true
-    # The serve double installed as vllm-mindspore 0.5.1 (on vLLM 0.11.0), the inventory's engine.
-    podman exec "$name" sh -c "printf '{\"npu_count\": %d, \"engine\": {\"name\": \"vllm-mindspore\", \"version\": \"0.5.1\", \"vllm\": \"0.11.0\"}}\n' $npus_per_node > /etc/ascend-sim/node.json \
-      && ascend-sim apply && mkdir -p '$model' && printf '%s\n' '$model_config' > '$model/config.json'"
+    # The simulated NPUs; the engine is the image's real vLLM.
+    podman exec "$name" sh -c "printf '{\"npu_count\": %d}\n' $npus_per_node > /etc/ascend-sim/node.json && ascend-sim apply"
   done
 }
 
@@ -46,7 +48,7 @@ demo() {
   local answer
   answer=$(podman exec sandbox-worker curl -sS --max-time 60 http://10.89.250.11:8000/v1/completions \
     -H 'Content-Type: application/json' \
-    -d "{\"model\": \"$served_name\", \"prompt\": \"I am\", \"max_tokens\": 16, \"temperature\": 0}")
+    -d "{\"model\": \"$served_name\", \"prompt\": \"I am\", \"max_tokens\": 16, \"temperature\": 0, \"ignore_eos\": true}")
   printf '%s\n' "$answer"
   python3 -c 'import json, sys; print("\nanswer: I am" + json.load(sys.stdin)["choices"][0]["text"])' <<<"$answer"
   cat <<MSG

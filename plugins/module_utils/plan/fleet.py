@@ -425,6 +425,12 @@ def _common(plans, names, hosts, by_name):
         "ray_instances": [name for name in names if plans[name]["cluster"]["launcher"] == "ray"],
         "secret_env_names": sorted(set(n for name in names for n in plans[name]["cluster"]["secret_env_names"])),
     })
+    # Where every instance serves one model (ascend_model, the default), the model role copies it as for a single
+    # model: its path and the copy's ports. Several models: None (deploy_problems refuses a copy).
+    models = set(plans[name]["cluster"]["model"] for name in names)
+    if len(models) == 1:
+        cluster.update(model=models.pop(), model_tracker_port=first["model_tracker_port"],
+                       model_control_port=first["model_control_port"])
     nodes = {}
     for index, host in enumerate(hosts):
         mine = [name for name in names if host in plans[name]["nodes"]]
@@ -598,7 +604,9 @@ def deploy_problems(plan):
                             "holds one engine, so every instance runs the same one" % (variable_name, ", ".join(
                                 "%s: %s" % (name, plan["instances"][name]["cluster"][key])
                                 for name in cluster["instance_names"])))
-    if cluster["model_transfer_port"] is not None:
-        problems.append("model_source copies ascend_model, one model: with ascend_instances put each instance's model "
-                        "on its hosts (model_source: none; the preflight checks the files)")
+    if cluster["model_transfer_port"] is not None and cluster["model"] is None:
+        problems.append("model_source copies one model to every node, and the instances serve several (%s): put each "
+                        "instance's model on its hosts (model_source: none; the preflight checks the files)" % "; ".join(
+                            "%s: %s" % (name, plan["instances"][name]["cluster"]["model"])
+                            for name in cluster["instance_names"]))
     return problems + pd_plan.deploy_problems(plan)

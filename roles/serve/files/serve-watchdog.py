@@ -16,10 +16,13 @@ So, every INTERVAL seconds:
   head's serve unit: its start-up handshake takes every node again. After GIVE_UP restarts with no round answered
   in between, it stops restarting and says so (status.yml shows it).
 - headless node: GET the head's /health. When the head was seen up while this node's engines ran, is then down
-  FAILURES polls in a row, and no process of this node's serve holds a connection to the head (engines that joined
-  a head's start-up do, while it loads the model) or the head has been down longer than GRACE (a start-up's
-  longest wait: a head that lost power leaves its connections open on this side), this node's serve unit
-  restarts once (its engines belong to the head that went away); not again until the head has been up.
+  FAILURES polls in a row, and none of the TCP connections this node's serve held to the head while it was up is
+  still open (a head whose processes live on, busy or hung, keeps them) or the head has been down longer than
+  GRACE (a start-up's longest wait: a head that lost power leaves its connections open on this side), this node's
+  serve unit restarts once (its engines belong to the head that went away); not again until the head has been up.
+  A connection opened since (vLLM's ZMQ sockets reconnect to a restarted head by themselves) does not hold: a real
+  vLLM 0.32 headless rank whose handshake went to an earlier head never joins a later start-up; it waits out its
+  5-minute handshake timeout ("Did not receive response from front-end process") and exits.
 
 """
 
@@ -46,8 +49,7 @@ SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 def decide(config, state, seen):
     """One round: SEEN is {"now", "serve_started" (epoch seconds, None when the unit is not active), "healthy",
     "unanswered" (head: the ranks that gave no answer), "waiting" (head: requests waiting in the engine, or None),
-    "connected" (headless node: whether its serve holds a connection to the head)}. Returns (state, restart,
-    message)."""
+    "connections" (headless node: its serve's TCP connections to the head)}. Returns (state, restart, message)."""
     state = dict(state)
     failures = config["failures"]
     if config["role"] == "head":
@@ -77,14 +79,17 @@ def decide(config, state, seen):
                      fruitless_restarts=state.get("fruitless_restarts", 0) + 1)
         return state, True, message
     if seen["healthy"]:
-        state.update(head_seen_up=seen["now"], head_down_polls=0, head_down_since=None)
+        state.update(head_seen_up=seen["now"], head_down_polls=0, head_down_since=None,
+                     head_connections=sorted(seen["connections"]))
         return state, False, None
     state["head_down_polls"] = state.get("head_down_polls", 0) + 1
     if state.get("head_down_since") is None:
         state["head_down_since"] = seen["now"]
     seen_up, started = state.get("head_seen_up"), seen["serve_started"]
-    # A connection that outlived its head (it went without closing it: power lost) holds no longer than a start-up.
-    held = seen["connected"] and seen["now"] - state["head_down_since"] < config["grace"]
+    # The connections of the head that was up: its processes live on (or went without closing them, power lost: no
+    # longer than a start-up's wait).
+    kept = set(seen["connections"]) & set(state.get("head_connections") or [])
+    held = bool(kept) and seen["now"] - state["head_down_since"] < config["grace"]
     if state["head_down_polls"] < failures or seen_up is None or started is None or started > seen_up or held:
         return state, False, None
     message = ("the head's API at %s has been down for %d polls after it was up at %s while this node's engines "
@@ -152,18 +157,23 @@ def waiting(config):
     return sum(float(value) for value in values) if values else None
 
 
-def connected(unit, address):
-    """Whether a process of UNIT holds an established TCP connection to ADDRESS: engines that joined that head do."""
+def connections(unit, address):
+    """The established TCP connections ("local peer") that processes of UNIT hold to ADDRESS."""
     listed = subprocess.run([system("ss"), "-Htnp", "state", "established", "dst", address],
                             capture_output=True, text=True, check=False).stdout
-    for pid in set(re.findall(r"pid=(\d+)", listed)):
-        try:
-            with open("/proc/%s/cgroup" % pid) as handle:
-                if "/%s" % unit in handle.read():
-                    return True
-        except OSError:
+    found = set()
+    for line in listed.splitlines():
+        fields = line.split()
+        if len(fields) < 5:
             continue
-    return False
+        for pid in set(re.findall(r"pid=(\d+)", line)):
+            try:
+                with open("/proc/%s/cgroup" % pid) as handle:
+                    if "/%s" % unit in handle.read():
+                        found.add("%s %s" % (fields[2], fields[3]))
+            except OSError:
+                continue
+    return sorted(found)
 
 
 def write_state(path, state):
@@ -185,7 +195,7 @@ def main(config_path):
         missing = unanswered(config) if healthy and head else []
         seen = {"now": time.time(), "serve_started": started, "healthy": healthy, "unanswered": missing,
                 "waiting": waiting(config) if missing else None,
-                "connected": not head and not healthy and connected(config["serve_unit"], head_address)}
+                "connections": [] if head else connections(config["serve_unit"], head_address)}
         state, restart, message = decide(config, state, seen)
         state.update(checked=seen["now"], serve_started=started)
         if message:

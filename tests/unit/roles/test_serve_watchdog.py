@@ -32,7 +32,7 @@ def rounds(config, seen_list, state=None):
 
 def head_seen(now, unanswered=(), healthy=True, started=100.0, waiting=0.0):
     return {"now": now, "serve_started": started, "healthy": healthy, "unanswered": list(unanswered),
-            "waiting": waiting, "connected": False}
+            "waiting": waiting, "connections": []}
 
 
 def test_the_head_restarts_after_a_rank_is_unanswered_failures_rounds_in_a_row():
@@ -51,9 +51,14 @@ def test_an_answer_in_between_resets_the_count_and_a_down_head_is_not_probed():
     assert state["healthy_since"] == 150
 
 
-def worker_seen(now, healthy, started=100.0, connected=False):
+def worker_seen(now, healthy, started=100.0, connections=()):
     return {"now": now, "serve_started": started, "healthy": healthy, "unanswered": [], "waiting": None,
-            "connected": connected}
+            "connections": list(connections)}
+
+
+# A headless rank's connection to the head's DP port, and the one its ZMQ socket opens again to a restarted head.
+FIRST = "192.0.2.11:41000 192.0.2.10:29550"
+AGAIN = "192.0.2.11:41002 192.0.2.10:29550"
 
 
 def test_a_headless_node_restarts_once_when_the_head_it_joined_went_away():
@@ -93,16 +98,23 @@ def test_the_head_gives_up_after_restarts_that_bring_no_answer_and_resumes_after
     assert decisions == [False, False, True] and not state["gave_up"]
 
 
-def test_engines_that_joined_the_heads_new_start_up_are_left_to_load():
-    """The worker's engines started (100) before the head was last seen up (110) but hold a connection to the head:
-    they are in its start-up (a rebooted worker's engines, taken in when the head restarted)."""
-    decisions, state, _message = rounds(WORKER, [worker_seen(110, True)] + [
-        worker_seen(t, False, connected=True) for t in (120, 130, 140)])
+def test_a_head_that_keeps_its_connections_is_waited_for_until_the_grace():
+    """The head stopped answering but its processes hold this node's connections (busy, hung), or it lost power
+    without closing them: this node's engines are left alone until the grace (a start-up's longest wait)."""
+    decisions, state, _message = rounds(WORKER, [worker_seen(110, True, connections=[FIRST])] + [
+        worker_seen(t, False, connections=[FIRST]) for t in (120, 130, 140)])
     assert decisions == [False] * 4
-    # Past the grace (a start-up's longest wait), a connection no longer holds: the head may have lost power
-    # without closing it.
-    decisions, _state, _message = rounds(WORKER, [worker_seen(120 + 600, False, connected=True)], state)
+    decisions, _state, _message = rounds(WORKER, [worker_seen(120 + 600, False, connections=[FIRST])], state)
     assert decisions == [True]
+
+
+def test_a_connection_opened_to_a_restarted_head_does_not_hold():
+    """Seen with a real vLLM 0.32 (molecule/real_vllm): the rebooted worker's rank sent its handshake to the running
+    head; when that head restarted, the rank's socket connected to the new one by itself, but the rank never joined
+    its start-up. So only the connections held while the head was up keep this node waiting."""
+    decisions, _state, message = rounds(WORKER, [worker_seen(110, True, connections=[FIRST])] + [
+        worker_seen(t, False, connections=[AGAIN]) for t in (120, 130)])
+    assert decisions == [False, False, True], message
 
 
 def test_an_http_error_is_an_answer_and_silence_is_not():

