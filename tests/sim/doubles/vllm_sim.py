@@ -677,10 +677,10 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
                 self.reply(404, error(404, "NotFoundError", message, "model"))
                 return
             max_tokens = int(request.get("max_tokens", 16))
-            asked = len(str(prompt).encode()) + max_tokens
-            if max_model_len and asked > max_model_len:
-                self.reply(400, error(400, "BadRequestError", "This model's maximum context length is %d tokens. "
-                                      "However, you requested %d tokens." % (max_model_len, asked)))
+            if max_model_len and max_tokens > max_model_len:
+                self.reply(400, error(400, "BadRequestError", "max_tokens=%d cannot be greater than max_model_len=%d. "
+                                      "Please request fewer output tokens." % (max_tokens, max_model_len),
+                                      "max_tokens"))
                 return
             digest = hashlib.sha256(("%s|%s" % (model, prompt)).encode()).hexdigest()
             words = ["simulated", "Ascend", "answer", digest[:8]]
