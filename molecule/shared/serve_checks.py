@@ -1,6 +1,7 @@
 """Helpers shared by the serve scenarios' testinfra tests (test harness only)."""
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -128,3 +129,32 @@ def watchdog_answered(head, seconds, state_file="/run/ascend-watchdog.json"):
             return state
         assert time.time() < deadline, "no round of the watchdog answered in %d s: %s" % (seconds, state)
         time.sleep(1)
+
+
+DASHBOARD = os.path.join(PROJECT, "roles", "monitoring", "files", "ascend-inference-dashboard.json")
+
+
+def router_status(host):
+    """{server: status} as the router's runtime API on HOST gives it (HAProxy's show stat, read in the node)."""
+    text = host.check_output(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/ascend-router/admin.sock'); "
+        "s.sendall(b'show stat\\n'); print(s.makefile().read())\"")
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = lines[0][2:].split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+    return dict((row["svname"], row["status"]) for row in rows if row["svname"] not in ("FRONTEND", "BACKEND"))
+
+
+def empty_dashboard_panels(query):
+    """(panel title, expression) of every dashboard query (variables set to all) that QUERY, Prometheus' instant
+    query, answers with no number."""
+    with open(DASHBOARD) as handle:
+        board = json.load(handle)
+    missing = []
+    for panel in board["panels"]:
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$instance", ".*").replace("$node", ".*")
+            values = [float(series["value"][1]) for series in query(expr)]
+            if not [value for value in values if not math.isnan(value)]:
+                missing.append((panel["title"], expr))
+    return missing

@@ -7,7 +7,6 @@ The serve double refuses an NPU or an HCCL port another engine holds (tests/sim/
 that the deploy converged at all shows the allocation disjoint on every node."""
 
 import json
-import math
 import os
 import re
 import shlex
@@ -18,7 +17,8 @@ import time
 import urllib.parse
 
 from http_call import call
-from serve_checks import INVENTORY, PROJECT, address_of, flags, node, playbook, recap, request
+from serve_checks import (DASHBOARD, INVENTORY, address_of, empty_dashboard_panels, flags, node, playbook,
+                          recap, request, router_status)
 
 import pytest
 import testinfra.utils.ansible_runner
@@ -197,14 +197,8 @@ def test_the_router_sends_each_model_to_its_instances():
 
 
 def replicas(host=None):
-    """{instance: status} as the router's runtime API gives it (HAProxy's show stat, read in the node)."""
-    text = (host or node(N1)).check_output(
-        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/ascend-router/admin.sock'); "
-        "s.sendall(b'show stat\\n'); print(s.makefile().read())\"")
-    lines = [line for line in text.splitlines() if line.strip()]
-    header = lines[0][2:].split(",")
-    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
-    return dict((row["svname"], row["status"]) for row in rows if row["svname"] not in ("FRONTEND", "BACKEND"))
+    """{instance: status} as the router on fleet-n1 gives it."""
+    return router_status(host or node(N1))
 
 
 def wait_for(condition, seconds, what):
@@ -356,7 +350,6 @@ def test_a_prefill_npu_that_cannot_reach_the_decode_node_is_named():
 # --- metrics: Prometheus on fleet-mon -----------------------------------------------------------------------
 
 MON = "fleet-mon"
-DASHBOARD = os.path.join(PROJECT, "roles", "monitoring", "files", "ascend-inference-dashboard.json")
 
 
 def prometheus(path):
@@ -414,18 +407,8 @@ def test_every_dashboard_panel_returns_data_through_prometheus():
             values = prometheus("/api/v1/label/%s/values?match[]=%s" % (label, urllib.parse.quote(selector)))
             assert values, variable["name"]
 
-    def empty_panels():
-        missing = []
-        for panel in board["panels"]:
-            for target in panel["targets"]:
-                expr = target["expr"].replace("$instance", ".*").replace("$node", ".*")
-                values = [float(series["value"][1]) for series in query(expr)]
-                if not [value for value in values if not math.isnan(value)]:
-                    missing.append((panel["title"], expr))
-        return missing
-
     # The rate panels need two scrapes after the requests and a rule evaluation (2 s each).
-    wait_for(lambda: not empty_panels(), 60, empty_panels)
+    wait_for(lambda: not empty_dashboard_panels(query), 60, lambda: empty_dashboard_panels(query))
 
 
 def test_status_shows_each_instances_load_and_its_time_to_first_token():

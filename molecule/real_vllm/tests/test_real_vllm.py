@@ -3,8 +3,6 @@ behind the router on real-n1, chat-a DP 2 across both nodes (a headless rank on 
 Nothing here is a double but the NPUs, their network, CANN and pyACL."""
 
 import json
-import math
-import os
 import re
 import shlex
 import threading
@@ -13,7 +11,8 @@ import urllib.parse
 import warnings
 
 from http_call import call
-from serve_checks import PROJECT, address_of, flags, node, playbook, reboot, request
+from serve_checks import DASHBOARD, address_of, empty_dashboard_panels, flags, node, playbook, reboot, request, \
+    router_status
 
 N1, N2 = "real-n1", "real-n2"
 testinfra_hosts = ["podman://" + N1]
@@ -25,7 +24,6 @@ API_PORT = 8000
 # Each replica's engine: chat-a's API on real-n1; chat-b's on real-n2 at the next port, since the planner holds
 # chat-a's 8000 on every host of chat-a.
 REPLICAS = {"chat-a": (N1, 8000), "chat-b": (N2, 8001)}
-DASHBOARD = os.path.join(PROJECT, "roles", "monitoring", "files", "ascend-inference-dashboard.json")
 # The names a rules file or dashboard may use that vLLM 0.32 no longer exports: the fallbacks for vLLM 0.9.1
 # (engines/releases.py), read as `new or old`.
 OLD_NAMES = {"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds"}
@@ -54,14 +52,8 @@ def complete(stream=False, key=CLIENT_KEY, tokens=8):
 
 
 def replicas():
-    """{instance: status} as the router's runtime API gives it (HAProxy's show stat, read in the node)."""
-    text = node(N1).check_output(
-        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/ascend-router/admin.sock'); "
-        "s.sendall(b'show stat\\n'); print(s.makefile().read())\"")
-    lines = [line for line in text.splitlines() if line.strip()]
-    header = lines[0][2:].split(",")
-    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
-    return dict((row["svname"], row["status"]) for row in rows if row["svname"] not in ("FRONTEND", "BACKEND"))
+    """{instance: status} as the router on real-n1 gives it."""
+    return router_status(node(N1))
 
 
 def all_up():
@@ -174,20 +166,7 @@ def test_prometheus_scrapes_both_replicas_and_every_dashboard_panel_has_data():
     assert engines == [("chat-a", N1), ("chat-b", N2)], engines
     for _attempt in range(4):
         assert complete(tokens=4)[0] == 200
-    with open(DASHBOARD) as handle:
-        board = json.load(handle)
-
-    def empty_panels():
-        missing = []
-        for panel in board["panels"]:
-            for target in panel["targets"]:
-                expr = target["expr"].replace("$instance", ".*").replace("$node", ".*")
-                values = [float(series["value"][1]) for series in query(expr)]
-                if not [value for value in values if not math.isnan(value)]:
-                    missing.append((panel["title"], expr))
-        return missing
-
-    wait_for(lambda: not empty_panels(), 90, empty_panels)
+    wait_for(lambda: not empty_dashboard_panels(query), 90, lambda: empty_dashboard_panels(query))
 
 
 class Streams(threading.Thread):

@@ -736,11 +736,11 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
                                "choices": [{"index": 0, "text": token, "logprobs": None,
                                             "finish_reason": "length" if index == len(tokens) - 1 else None}]})
                 if answers_032:
+                    # Every event's choice has 0.32's fields; the stream's own (usage, system_fingerprint,
+                    # metrics) are set on its last event only, as vLLM's CompletionStreamResponse says.
                     events[-1]["choices"][0].update(stop_reason=None, prompt_token_ids=None, token_ids=None)
-                    events[-1].update(usage=None, system_fingerprint=None, metrics=None)
-            for event in events[:-1] if answers_032 else []:
-                event["choices"][0].update(stop_reason=None, prompt_token_ids=None, token_ids=None)
-                event.update(usage=None, system_fingerprint=None, metrics=None)
+            if answers_032 and events:
+                events[-1].update(usage=None, system_fingerprint=None, metrics=None)
             for event in events + ["[DONE]"]:
                 time.sleep(token_seconds if event != "[DONE]" else 0)
                 if event != "[DONE]":
