@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write a tiny Llama model that a real vLLM serves on the CPU: the same files, byte for byte, on every run.
 
 Random weights from a fixed seed, float32 (bfloat16 kills vLLM's CPU worker on processors without it), 4 attention
@@ -92,7 +91,7 @@ def safetensors(path):
         if name.endswith("norm.weight"):
             values = [1.0] * count
         else:
-            values = [rng.gauss(0.0, 0.02) for _ in range(count)]
+            values = [rng.gauss(0.0, 0.02) for _index in range(count)]
         blob = struct.pack("<%df" % count, *values)
         header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
