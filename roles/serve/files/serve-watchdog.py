@@ -161,19 +161,27 @@ def connections(unit, address):
     """The established TCP connections ("local peer") that processes of UNIT hold to ADDRESS."""
     listed = subprocess.run([system("ss"), "-Htnp", "state", "established", "dst", address],
                             capture_output=True, text=True, check=False).stdout
-    found = set()
+    found, member = set(), {}
     for line in listed.splitlines():
         fields = line.split()
         if len(fields) < 5:
             continue
         for pid in set(re.findall(r"pid=(\d+)", line)):
-            try:
-                with open("/proc/%s/cgroup" % pid) as handle:
-                    if "/%s" % unit in handle.read():
-                        found.add("%s %s" % (fields[2], fields[3]))
-            except OSError:
-                continue
+            if pid not in member:  # a process holds several connections: its cgroup is read once
+                member[pid] = in_unit(pid, unit)
+            if member[pid]:
+                found.add("%s %s" % (fields[2], fields[3]))
+                break
     return sorted(found)
+
+
+def in_unit(pid, unit):
+    """Whether process PID belongs to UNIT (its cgroup), False when it is gone."""
+    try:
+        with open("/proc/%s/cgroup" % pid) as handle:
+            return "/%s" % unit in handle.read()
+    except OSError:
+        return False
 
 
 def write_state(path, state):
