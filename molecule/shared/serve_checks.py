@@ -22,13 +22,24 @@ def address_of(host):
     return re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", host.check_output("ip -4 -o addr show scope global")).group(1)
 
 
-def playbook(name, *extra, timeout=900):
-    """Run one of the collection's playbooks on the scenario's nodes: (rc, output)."""
+def playbook(name, *extra, timeout=900, on_line=None):
+    """Run one of the collection's playbooks on the scenario's nodes: (rc, output). on_line, if given, is called
+    with each line of output as it is printed (to act when a task starts)."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, "collections"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    proc = subprocess.run(["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY]
-                          + list(extra), capture_output=True, text=True, timeout=timeout, check=False, env=env)
-    return proc.returncode, proc.stdout + proc.stderr
+    argv = ["ansible-playbook", os.path.join(PROJECT, "playbooks", name), "-i", INVENTORY] + list(extra)
+    if on_line is None:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, env=env)
+        return proc.returncode, proc.stdout + proc.stderr
+    lines, deadline = [], time.time() + timeout
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
+        for line in proc.stdout:
+            lines.append(line)
+            on_line(line)
+            if time.time() > deadline:
+                proc.kill()
+                raise subprocess.TimeoutExpired(argv, timeout, "".join(lines))
+        return proc.wait(), "".join(lines)
 
 
 def recap(out):
@@ -142,7 +153,9 @@ def router_status(host):
     lines = [line for line in text.splitlines() if line.strip()]
     header = lines[0][2:].split(",")
     rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
-    return dict((row["svname"], row["status"]) for row in rows if row["svname"] not in ("FRONTEND", "BACKEND"))
+    # The served models' backends (plan/router.py REPLICA_BACKEND_PREFIX), not the engines' metrics.
+    return dict((row["svname"], row["status"]) for row in rows
+                if row["svname"] not in ("FRONTEND", "BACKEND") and row["pxname"].startswith("model-"))
 
 
 def empty_dashboard_panels(query):

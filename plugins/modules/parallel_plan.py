@@ -599,8 +599,10 @@ router:
   description:
     - With O(instances) and the router enabled, the endpoint - C(hosts), C(addresses) (host to cluster address),
       C(port), C(metrics_port), C(unit), and C(backends) (one per served model name, each with C(name),
-      C(served_model_name) and C(servers) - each replica's instance C(name), C(host) (its head), C(address) and
-      C(port)); null when disabled.
+      C(served_model_name), C(checks) (each C(address) and C(port), null for the server's own, C(path) and
+      C(pool): all must answer 200 for a replica to be up; a prefill/decode route's ask each pool's head too),
+      C(allowed_paths) (the client paths passed on) and C(servers) - each replica's instance C(name), C(host) (its
+      head), C(address) and C(port)); null when disabled.
   returned: with O(instances)
   type: dict
 pd:
@@ -616,7 +618,9 @@ monitoring:
     - What Prometheus scrapes - C(exporter) (C(enabled), C(port), C(unit), C(hosts), C(addresses)), C(monitors)
       (C(host), C(address)), C(admitted) (the monitors' addresses that are no member's), C(prometheus_port)
       (Prometheus' port on them), C(jobs) (job name per target kind) and C(targets) (C(engines), C(router),
-      C(npu) - Prometheus file-based service discovery groups, each C(targets) and C(labels)).
+      C(npu) - Prometheus file-based service discovery groups, each C(targets) and C(labels); behind a router an
+      engine's target is the router's metrics port with the label C(__metrics_path__)) and C(engine_metrics) (what
+      the router forwards there - C(path), C(address), C(port); empty without a router).
   returned: success
   type: dict
 allocation:

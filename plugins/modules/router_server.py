@@ -91,6 +91,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible_collections.ascend.inference.plugins.module_utils.plan.router import REPLICA_BACKEND_PREFIX
 
 # HAProxy's srv_admin masks (include/haproxy/server-t.h, enum srv_admin): any drain flag, any maintenance flag but the
 # configuration's; HAProxy names the state MAINT, else DRAIN, else READY.
@@ -119,7 +120,8 @@ def command(path, line, timeout=10.0):
 
 
 def servers(stat):
-    """The servers of `show stat` (CSV, its header a comment line), without the FRONTEND and BACKEND rows."""
+    """The replicas in `show stat` (CSV, its header a comment line): the servers of the served models' backends,
+    without the FRONTEND and BACKEND rows."""
     lines = [line for line in stat.splitlines() if line.strip()]
     if not lines or not lines[0].startswith("# "):
         raise ValueError("not the CSV of show stat: %r" % stat[:200])
@@ -127,7 +129,7 @@ def servers(stat):
     found = []
     for line in lines[1:]:
         row = dict(zip(header, line.split(",")))
-        if row.get("svname") in ("FRONTEND", "BACKEND"):
+        if row.get("svname") in ("FRONTEND", "BACKEND") or not row["pxname"].startswith(REPLICA_BACKEND_PREFIX):
             continue
         found.append({"backend": row["pxname"], "server": row["svname"], "status": row["status"],
                       "sessions": int(row.get("scur") or 0)})

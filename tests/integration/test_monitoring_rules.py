@@ -134,10 +134,19 @@ def test_each_alert_fires_where_it_must_and_not_elsewhere(tmp_path, collection):
         # chat's server stops answering after 30 s; big's keeps answering.
         ('up{%s}' % (ENGINE % ("chat", "n1")), "1 1 0x60"),
         ('up{%s}' % (ENGINE % ("big", "n2")), "1x62"),
-        # The router marks chat DOWN after 30 s (its /health fails); big stays UP, and MAINT is not DOWN.
+        # The router marks chat DOWN after 30 s (its /health fails); big stays UP.
         ('haproxy_server_status{%s, proxy="model-chat", server="chat", state="DOWN"}' % ROUTER, "0 0 1x60"),
         ('haproxy_server_status{%s, proxy="model-big", server="big", state="DOWN"}' % ROUTER, "0x62"),
-        ('haproxy_server_status{%s, proxy="model-big", server="big", state="MAINT"}' % ROUTER, "1x62"),
+        ('haproxy_server_status{%s, proxy="model-big", server="big", state="MAINT"}' % ROUTER, "0x62"),
+        # mid restarted as restart.yml does it (drained, then MAINT while its engine is down, put back once it
+        # answers; the states the real_vllm scenario reads from HAProxy while it rolls): its `up` is still the down
+        # sample 30 s after it left MAINT, and nothing pages. stuck left MAINT at 60 s and never answered again.
+        ('up{%s}' % (ENGINE % ("mid", "n3")), "1 1 0 0 0 0 0 0 0 0 0 0 1x50"),
+        ('haproxy_server_status{%s, proxy="model-mid", server="mid", state="MAINT"}' % ROUTER,
+         "0 0 1 1 1 1 1 1 1 1 0x52"),
+        ('haproxy_server_status{%s, proxy="model-mid", server="mid", state="DOWN"}' % ROUTER, "0x62"),
+        ('up{%s}' % (ENGINE % ("stuck", "n3")), "1 1 0x60"),
+        ('haproxy_server_status{%s, proxy="model-stuck", server="stuck", state="MAINT"}' % ROUTER, "0 0 1 1 0x58"),
         # NPU 3 of n2 turns unhealthy; NPU 5 of n3 loses its link; the others stay well.
         ('npu_chip_info_health_status{%s}' % (NPU % ("n2", "n2", "3")), "1 1 0x60"),
         ('npu_chip_info_health_status{%s}' % (NPU % ("n2", "n2", "2")), "1x62"),
@@ -168,6 +177,9 @@ def test_each_alert_fires_where_it_must_and_not_elsewhere(tmp_path, collection):
     cases = [
         alert_case(rules, "AscendEngineDown", "1m", []),  # down for 30 s: pending, not firing
         alert_case(rules, "AscendEngineDown", "2m", [(chat_down, 0)]),
+        # stuck: down and out of maintenance since 60 s, pending once the 45 s window (3 scrapes) passed.
+        alert_case(rules, "AscendEngineDown", "3m", [(chat_down, 0),
+                                                     (dict(engine_labels("stuck", "n3"), job="ascend-engine"), 0)]),
         alert_case(rules, "AscendEngineNotReady", "1m", []),
         alert_case(rules, "AscendEngineNotReady", "2m", [(replica, 1)]),
         alert_case(rules, "AscendNPUUnhealthy", "1m", []),
@@ -204,3 +216,28 @@ def test_each_alert_fires_where_it_must_and_not_elsewhere(tmp_path, collection):
     tested = [c for t in tests["tests"] for c in t["alert_rule_test"]]
     assert names == set(c["alertname"] for c in tested if c["exp_alerts"]) == set(
         c["alertname"] for c in tested if not c["exp_alerts"])
+
+
+def test_a_rolling_restart_pages_no_one_even_with_a_short_for(tmp_path, collection):
+    """engine_down_for as short as the real_vllm scenario's (10 s): a replica restarted behind the router, whose
+    `up` is still the sample of its down engine one scrape after it left maintenance, never fires; one that stays
+    down after maintenance does."""
+    _instances, _plan, rules, _phase = collection
+    (tmp_path / "rules.yml").write_text(rules.render({"engine_down_for": "10s"}, "15s"))
+    series = [
+        ('up{%s}' % (ENGINE % ("mid", "n3")), "1 1 0 0 0 0 0 0 0 0 0 0 1x50"),
+        ('haproxy_server_status{%s, proxy="model-mid", server="mid", state="MAINT"}' % ROUTER,
+         "0 0 1 1 1 1 1 1 1 1 1 0x51"),
+        ('up{%s}' % (ENGINE % ("stuck", "n3")), "1 1 0x60"),
+        ('haproxy_server_status{%s, proxy="model-stuck", server="stuck", state="MAINT"}' % ROUTER, "0 0 1 1 0x58"),
+    ]
+    stuck = dict(engine_labels("stuck", "n3"), job="ascend-engine")
+    # mid: MAINT until 150 s, its up 0 until the 180 s sample; stuck: out of MAINT at 60 s, still down.
+    cases = [alert_case(rules, "AscendEngineDown", "%ds" % at, [(stuck, 0)] if at >= 120 else [])
+             for at in (45, 90, 150, 165, 175, 195)]
+    tests = {"rule_files": ["rules.yml"], "evaluation_interval": "5s", "tests": [
+        {"interval": "15s", "input_series": [{"series": s, "values": v} for s, v in series],
+         "alert_rule_test": cases}]}
+    (tmp_path / "tests.yml").write_text(json.dumps(tests, indent=1))
+    done = promtool("test", "rules", "tests.yml", cwd=str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -4,12 +4,14 @@ serve doubles on loopback: routing by the body's model, keys, streaming, health,
 
 The drain goes through the collection's own router_server module functions (HAProxy's runtime API)."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -51,6 +53,7 @@ class Node(object):
 def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
     collection(tmp_path)
     from ansible_collections.ascend.inference.plugins.plugin_utils.phases import router as phase_router
+    from ansible_collections.ascend.inference.plugins.module_utils.plan import router as router_plan
     from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import render
     from ansible_collections.ascend.inference.plugins.modules import router_server
     from ansible_collections.ascend.inference.plugins.module_utils.apply import programs
@@ -73,13 +76,23 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
             "router": {"hosts": ["r1"], "addresses": {"r1": "127.0.0.1"}, "port": ports["router"],
                        "metrics_port": ports["metrics"], "unit": "ascend-router.service",
                        "socket": str(tmp_path / "admin.sock"),
-                       "backends": [{"name": "model-a1", "served_model_name": "qwen", "check_path": "/health",
-                                     "allowed_paths": None,
+                       "backends": [{"name": "model-a1", "served_model_name": "qwen", "checks": [router_plan.SERVER_HEALTH],
+                                     "allowed_paths": list(router_plan.CLIENT_PATHS),
                                      "servers": [server("a1"), server("a2")]},
                                     # As a prefill/decode instance's proxy: completions only (router_plan).
-                                    {"name": "model-big", "served_model_name": "big", "check_path": "/health",
-                                     "allowed_paths": ["/v1/completions", "/v1/chat/completions"],
-                                     "servers": [server("big")]}]}}
+                                    {"name": "model-big", "served_model_name": "big", "checks": [router_plan.SERVER_HEALTH],
+                                     "allowed_paths": list(router_plan.PD_CLIENT_PATHS),
+                                     "servers": [server("big")]},
+                                    # A prefill/decode route as plan/router.section writes it: up while its pool
+                                    # (a1 stands for the decode pool) and its server (big, for the proxy) answer.
+                                    {"name": "model-pd", "served_model_name": "pdq",
+                                     "checks": [{"address": "127.0.0.1", "port": ports["a1"], "path": "/health",
+                                                 "pool": "pd-decode"}, dict(router_plan.SERVER_HEALTH)],
+                                     "allowed_paths": list(router_plan.PD_CLIENT_PATHS),
+                                     "servers": [dict(server("big"), name="pd")]}]},
+            # Each engine's /metrics at the router's metrics port, as plan/monitoring.section gives them.
+            "monitoring": {"engine_metrics": [{"path": "/engines/%s/r1/metrics" % name, "address": "127.0.0.1",
+                                               "port": ports[name]} for name in ("a1", "big")]}}
     settings = {"package": "haproxy", "program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
                 "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "tls_certificate": ""}
     state = phase_router.desired(Node(plan, {"ascend_api_key": ENGINE_KEY, "router_client_keys": [CLIENT_KEY]},
@@ -167,14 +180,42 @@ def test_routes_by_model_checks_keys_and_streams(router):
     for path in ("/%761/completions", "//v1/completions", "/metrics", "/v1/models"):
         assert ask(router.port, path, body if "completions" in path else None, key=None)[0] == 401, path
     status, models = ask(router.port, "/v1/models")
-    assert status == 200 and [m["id"] for m in models["data"]] == ["qwen", "big"], models
+    assert status == 200 and [m["id"] for m in models["data"]] == ["qwen", "big", "pdq"], models
     # /health needs no key, as vLLM's.
     assert ask(router.port, "/health", key=None)[0] == 200
-    # A backend limited to completions (a PD proxy's: its /instances/add would hand out the engines' key).
-    # HAProxy's own 404 page for big; qwen's engine answers its JSON 404 itself.
-    status, denied = ask(router.port, "/instances/add", {"model": "big", "type": "decode", "instances": ["10.0.0.9:1"]})
-    assert status == 404 and "<h1>404 Not Found</h1>" in denied, denied
-    assert ask(router.port, "/instances/add", {"model": "qwen"}) == (404, {"detail": "Not Found"})
+    # Only a client's paths reach an engine, with a key: HAProxy's own 404 page for the paths the engines answer
+    # without their key (/invocations serves completions, /tokenize; a PD proxy's /instances/add would hand out
+    # the engines' key). The double answers /invocations and /tokenize as vLLM 0.32 does (test_double_matches_real).
+    for model, path in (("qwen", "/invocations"), ("qwen", "/tokenize"), ("qwen", "/pooling"), ("big", "/v1/embeddings"),
+                        ("big", "/instances/add")):
+        status, denied = ask(router.port, path, {"model": model, "prompt": "I am", "max_tokens": 4})
+        assert status == 404 and "<h1>404 Not Found</h1>" in denied, (path, denied)
+
+
+def test_the_metrics_port_serves_each_engines_metrics_and_nothing_else_of_it(router):
+    def get(path, body=None):
+        request = urllib.request.Request("http://127.0.0.1:%d%s" % (router.engine_ports["metrics"], path),
+                                         data=json.dumps(body).encode() if body else None)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    status, text = get("/engines/a1/r1/metrics")
+    assert status == 200 and "vllm:request_success_total" in text, text[:300]
+    # The router's own metrics stay where they were.
+    status, text = get("/metrics")
+    assert status == 200 and "haproxy_server_status" in text, text[:300]
+    # No other path of an engine, no other engine (a2 is not listed), no POST: the router's empty 404 (an engine's
+    # has a JSON body), the engine never asked.
+    before = success_count(router.engine_ports["a1"])
+    for path, body in (("/engines/a2/r1/metrics", None), ("/engines/a1/r1/invocations", None),
+                       ("/engines/a1/r1/metrics", {"model": "qwen", "prompt": "I am", "max_tokens": 2}),
+                       ("/invocations", {"model": "qwen", "prompt": "I am", "max_tokens": 2}), ("/tokenize", None)):
+        status, text = get(path, body)
+        assert (status, text) == (404, ""), path
+    assert success_count(router.engine_ports["a1"]) == before
 
 
 def test_a_killed_replica_is_ejected_and_requests_keep_succeeding(router):
@@ -190,6 +231,25 @@ def test_a_killed_replica_is_ejected_and_requests_keep_succeeding(router):
     router.engines["big"].kill()
     deadline = time.time() + 5
     while ask(router.port, "/health", key=None)[0] != 503:
+        assert time.time() < deadline, router.replicas()
+        time.sleep(0.2)
+
+
+def test_a_prefill_decode_route_is_out_while_a_pool_is_down(router):
+    """vllm-ascend's proxy answers /healthcheck whatever its pools do: the route's checks ask the pools too."""
+    wait_status(router, "pd", "UP")
+    router.engines["a1"].kill()
+    wait_status(router, "pd", "DOWN")
+    # Its proxy still answers; the router sends nothing to it: HAProxy's 503, no empty 200.
+    assert ask(router.port, "/health", key=None)[0] == 503
+    status, answer = complete(router.port, "pdq")
+    assert status == 503 and "No server is available" in answer, (status, answer)
+    assert router_status(router, "big") == "UP" and complete(router.port, "qwen")[0] == 200
+
+
+def wait_status(router, name, status, seconds=5):
+    deadline = time.time() + seconds
+    while router_status(router, name) != status:
         assert time.time() < deadline, router.replicas()
         time.sleep(0.2)
 

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import warnings
 
 from http_call import call
 from serve_checks import (DASHBOARD, INVENTORY, address_of, empty_dashboard_panels, flags, node, playbook,
@@ -141,13 +142,13 @@ def test_behind_the_router_only_its_port_is_open_to_everyone():
         ports = set(opened.group(1).split(", ")) if opened else set()
         assert not {"8000", "8001", str(PROXY_PORT)} & ports, (name, rules)
         assert ("8080" in ports) == (name == N1), (name, rules)
-        # The monitoring host (fleet-mon) may read what it scrapes here: the API ports, the router's metrics and the
-        # NPU exporter; not the router's client port (open to all anyway), not the PD proxy.
+        # The monitoring host (fleet-mon) may read what it scrapes here: the router's metrics (the engines' through
+        # it) and the NPU exporter; no engine's API port, not the router's client port (open to all anyway), not the
+        # PD proxy.
         scraped = re.search(r"ip saddr @monitors tcp dport \{ ([^}]*) \} accept", rules)
         assert scraped, (name, rules)
-        assert set(scraped.group(1).split(", ")) == {N1: {"8000", "8001", "8082", "8404"},
-                                                     N2: {"8000", "8002", "8082"},
-                                                     N3: {"8000", "8001", "8082"}}[name], (name, rules)
+        assert set(scraped.group(1).split(", ")) == {N1: {"8082", "8404"}, N2: {"8082"}, N3: {"8082"}}[name], \
+            (name, rules)
     # From the controller, outside the cluster: the router answers, an engine's API port resets the connection.
     assert router("/health", key=None)[0] == 200
     with pytest.raises(OSError):
@@ -259,8 +260,9 @@ def test_a_rolling_restart_through_the_router_loses_no_request():
     for key, was in before.items():
         assert (after[key] != was) == (key[1] in ("chat-a", "chat-b")), key
     # One at a time: chat-a back in the router before chat-b was drained.
-    order = [m.group(1) for m in re.finditer(r"TASK \[ascend\.inference\.serve : (Drain|Put)[^\]]*\]", out)]
-    assert order == ["Drain", "Put", "Drain", "Put"], order
+    order = [m.group(1).split()[-1].lower() for m in re.finditer(
+        r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
+    assert order == ["drain", "maintenance", "back", "drain", "maintenance", "back"], order
     assert replicas() == dict((name, "UP") for name in MODELS)
 
 
@@ -313,13 +315,22 @@ def test_prefill_and_decode_answer_through_the_router_with_the_kv_cache_moved():
     assert status == 404 and "<h1>404 Not Found</h1>" in denied, denied
 
 
-def test_a_stopped_decode_is_named_by_the_proxy_and_by_status():
+def test_a_stopped_decode_takes_the_route_out_and_is_named_by_the_proxy_and_by_status():
     decode = node(N3)
+    assert replicas()["pd"] == "UP"
     decode.check_output("systemctl stop %s" % unit("pd-decode"))
+    stopped = time.time()
     try:
+        # The router's checks ask each pool's /health (the proxy's /healthcheck answers ok whatever they do): out
+        # after router_check_fall (2) checks of 500 ms; HAProxy's 503 then, not the proxy's empty 200.
+        wait_for(lambda: replicas()["pd"] == "DOWN", 10, replicas)
+        took = time.time() - stopped
         status, answer = complete("qwen-pd")
+        assert status == 503 and "No server is available" in answer, (status, answer)
         # vllm-ascend's proxy swallows the decode's failure once the stream has begun: HTTP 200 and no completion.
-        assert (status, answer) == (200, None), (status, answer)
+        status, answer = request(decode, "http://%s:%d/v1/completions" % (address_of(decode), PROXY_PORT),
+                                 {"model": "qwen-pd", "prompt": "I am", "max_tokens": 2})
+        assert (status, answer) == (200, ""), (status, answer)
         said = decode.check_output("journalctl -u ascend-pd-pd.service --no-pager -o cat --since -2min")
         assert "Error during streaming from decoder %s:8001" % address_of(decode) in said, said
         rc, out = playbook("status.yml")
@@ -328,7 +339,9 @@ def test_a_stopped_decode_is_named_by_the_proxy_and_by_status():
         decode.check_output("systemctl start %s" % unit("pd-decode"))
     wait_for(lambda: request(decode, "http://%s:8001/health" % address_of(decode))[0] == 200, 60,
              lambda: "pd-decode did not answer /health again")
+    wait_for(lambda: replicas()["pd"] == "UP", 10, replicas)
     assert complete("qwen-pd")[0] == 200
+    warnings.warn("a stopped decode pool: the prefill/decode route out of the router after %.1f s" % took)
 
 
 def test_a_prefill_npu_that_cannot_reach_the_decode_node_is_named():
@@ -386,12 +399,18 @@ def test_prometheus_outside_the_cluster_scrapes_every_engine_the_router_and_the_
     assert (engines["embed"]["node"], engines["embed"]["dp_rank"]) == (N1, "0")
     assert [labels["node"] for labels in by_job["ascend-router"]] == [N1]
     assert sorted(labels["node"] for labels in by_job["ascend-npu"]) == [N1, N2, N3]
-    # fleet-mon is no member: an engine's API port (members-only behind the router) is open to it, the PD proxy's
-    # port, which it does not scrape, is not.
-    assert node(MON).run("curl -s --max-time 5 -o /dev/null http://%s:8000/metrics" % address_of(node(N1))).rc == 0
-    proxy = "http://%s:%d/healthcheck" % (address_of(node(N3)), PROXY_PORT)
-    refused = node(MON).run("curl -s --max-time 5 -o /dev/null %s" % proxy)
-    assert refused.rc == 7, refused  # curl: connection refused (the firewall's reset)
+    # fleet-mon is no member: it reads every engine through the router's metrics port, and reaches neither an
+    # engine's API port (vLLM serves /invocations there without its key) nor the PD proxy's.
+    assert set(t["scrapeUrl"].split("/engines/")[0] for t in active() if t["labels"]["job"] == "ascend-engine") == {
+        "http://%s:8404" % address_of(node(N1))}
+    for url in ("http://%s:8000/invocations" % address_of(node(N1)), "http://%s:8000/metrics" % address_of(node(N3)),
+                "http://%s:%d/healthcheck" % (address_of(node(N3)), PROXY_PORT)):
+        refused = node(MON).run("curl -s --max-time 5 -o /dev/null %s" % url)
+        assert refused.rc == 7, (url, refused)  # curl: connection refused (the firewall's reset)
+    # Through the router, an engine's /metrics and nothing else of it.
+    engine = "http://%s:8404/engines/chat-a/%s" % (address_of(node(N1)), N1)
+    assert request(node(MON), engine + "/metrics")[0] == 200
+    assert request(node(MON), engine + "/invocations", {"model": "qwen", "prompt": "I am", "max_tokens": 2})[0] == 404
 
 
 def test_every_dashboard_panel_returns_data_through_prometheus():

@@ -4,7 +4,8 @@
 """The plan's monitoring section (pure logic): what Prometheus scrapes, as file-based service discovery groups with
 the labels a person filters by, the NPU exporter on each node, and the monitoring hosts the firewall admits.
 
-- engines: every API server's /metrics (vLLM serves it on the API port, outside /v1, without the key), labelled
+- engines: every API server's /metrics (vLLM serves it on the API port, outside /v1, without the key; behind a
+  router, read through the router's metrics port at /engines/INSTANCE/NODE/metrics), labelled
   instance (the ascend_instances name, ``default`` for the single model), model (the served name), role (serve,
   prefill or decode), node and dp_rank (the node's first DP rank, where DP spans nodes). The label ``instance``
   replaces Prometheus' host:port: a person filters by the name they gave.
@@ -27,6 +28,8 @@ JOBS = {"engines": "ascend-engine", "router": "ascend-router", "npu": "ascend-np
 # Prometheus' own port on the monitoring hosts: the distribution package's default, which the role keeps.
 PROMETHEUS_PORT = 9090
 SINGLE = "default"
+# An engine's /metrics at the router's metrics port: instance, node (each API server of an instance is one target).
+ENGINE_METRICS_PATH = "/engines/%s/%s/metrics"
 
 
 def _instances(plan):
@@ -40,9 +43,10 @@ def _instances(plan):
     return [(name, pools.get(name, "serve"), plan["instances"][name]) for name in plan["cluster"]["instance_names"]]
 
 
-def engine_targets(plan):
-    """One group per API server: its address and the labels that say whose it is."""
-    groups = []
+def engine_metrics(plan):
+    """Every API server whose /metrics is scraped: instance, role, node, its address and API port, and the labels
+    that say whose it is."""
+    found = []
     for name, role, instance in _instances(plan):
         cluster = instance["cluster"]
         for host in cluster["node_order"]:
@@ -53,7 +57,25 @@ def engine_targets(plan):
                       "node": host}
             if node.get("data_parallel_start_rank") is not None and cluster.get("data_parallel_size", 1) > 1:
                 labels["dp_rank"] = str(node["data_parallel_start_rank"])
-            groups.append({"targets": ["%s:%d" % (node["node_ip"], cluster["api_port"])], "labels": labels})
+            found.append({"path": ENGINE_METRICS_PATH % (name, host), "address": node["node_ip"],
+                          "port": cluster["api_port"], "labels": labels})
+    return found
+
+
+def engine_targets(plan, engines):
+    """One group per API server. Behind a router, read through its metrics port at the engine's own path (the
+    router forwards GET /metrics of that engine only), so that a monitoring host is admitted to no engine's API port:
+    vLLM serves /invocations, /tokenize and others there without its key. Without one, the API port itself."""
+    router = plan.get("router")
+    groups = []
+    for engine in engines:
+        if router:
+            via = router["hosts"][0]
+            target = "%s:%d" % (router["addresses"][via], router["metrics_port"])
+            labels = dict(engine["labels"], __metrics_path__=engine["path"])
+        else:
+            target, labels = "%s:%d" % (engine["address"], engine["port"]), dict(engine["labels"])
+        groups.append({"targets": [target], "labels": labels})
     return groups
 
 
@@ -115,8 +137,13 @@ def section(plan, settings):
                             % (monitor["name"], monitor["address"]))
     members = set(exporter["addresses"].values())
     monitors = [{"host": m["name"], "address": m["address"]} for m in settings["monitors"]]
-    targets = {"engines": engine_targets(plan), "router": router_targets(plan), "npu": npu_targets(plan, exporter)}
+    engines = engine_metrics(plan)
+    targets = {"engines": engine_targets(plan, engines), "router": router_targets(plan),
+               "npu": npu_targets(plan, exporter)}
     return {"exporter": exporter, "monitors": monitors, "jobs": dict(JOBS), "targets": targets,
+            # What the router's metrics port forwards (path -> address, port), with a router.
+            "engine_metrics": [dict((k, e[k]) for k in ("path", "address", "port")) for e in engines]
+            if plan.get("router") else [],
             "prometheus_port": PROMETHEUS_PORT,
             # The addresses the firewall admits to the scraped ports besides the members.
             "admitted": sorted(set(m["address"] for m in monitors) - members)}, problems

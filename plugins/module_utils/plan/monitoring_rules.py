@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 from ansible_collections.ascend.inference.plugins.module_utils.engines import releases
 from ansible_collections.ascend.inference.plugins.module_utils.plan.monitoring import JOBS
@@ -50,25 +51,55 @@ def settings_of(given):
     return merged
 
 
-def groups(given=None):
+# Prometheus' duration units in seconds.
+UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+DEFAULT_SCRAPE_INTERVAL = "15s"
+
+
+def seconds(duration):
+    """A Prometheus duration (1m30s) in seconds."""
+    return sum(int(number) * UNITS[unit] for number, unit in re.findall(r"([0-9]+)(ms|s|m|h|d|w|y)", duration))
+
+
+def maintenance_window(scrape_interval):
+    """How long after a replica leaves maintenance its engine's `up` may still be the sample taken while it was
+    down: the engine's scrape comes up to one interval after it answers, the router's last MAINT sample up to one
+    before it is put back; three intervals, and no less than 30 s for the jitter of short ones."""
+    return "%ds" % max(30, int(round(3 * seconds(scrape_interval))))
+
+
+def in_maintenance(window):
+    """The instances some router had in maintenance (HAProxy's state MAINT) within WINDOW, labelled `instance`
+    as the engines' series are: a server of the router is named as its instance (plan/router.section)."""
+    return ('label_replace(max by (server) (max_over_time(haproxy_server_status{job="%s", state="MAINT"}[%s])) '
+            '== 1, "instance", "$1", "server", "(.+)")' % (JOBS["router"], window))
+
+
+def groups(given=None, scrape_interval=DEFAULT_SCRAPE_INTERVAL):
     """The rule file's group: the recording rules, then the alerts."""
     t = settings_of(given)
     engine, npu = JOBS["engines"], JOBS["npu"]
     ttft = "histogram_quantile(0.95, sum by (%s, le) (rate(vllm:time_to_first_token_seconds_bucket[%s])))" % (
         BY, t["ttft_window"])
+    # A replica the rolling restart (or an operator) put in maintenance at the router is down as planned.
+    engine_down = 'up{job="%s"} == 0 unless on (instance) %s' % (
+        engine, in_maintenance(maintenance_window(scrape_interval)))
     alerts = [
-        _alert("AscendEngineDown", 'up{job="%s"} == 0' % engine, t["engine_down_for"], "critical",
+        _alert("AscendEngineDown", engine_down, t["engine_down_for"], "critical",
                "Engine {{ $labels.instance }} ({{ $labels.role }}) on {{ $labels.node }} is down",
                "Prometheus cannot read /metrics of {{ $labels.instance }}'s API server on {{ $labels.node }} "
                "({{ $labels.model }}): its serve process is not running or not listening. "
                "playbooks/status.yml names the unit."),
         # Answers /metrics, but its GET /health fails: the router has marked it DOWN (HAProxy 2.6's exporter gives
-        # one series per state; a replica drained by restart.yml is in MAINT, not DOWN).
+        # one series per state). A replica in maintenance is MAINT, not checked; a drained one whose checks fail is
+        # DOWN (HAProxy 2.6.12's exporter says DRAIN only while its checks pass): restart.yml puts a drained replica in
+        # maintenance before stopping it, and docs/monitoring.md asks operators to do the same.
         _alert("AscendEngineNotReady", 'haproxy_server_status{job="%s", state="DOWN"} == 1' % JOBS["router"],
                t["engine_down_for"], "critical",
                "Replica {{ $labels.server }} fails the router's health check on {{ $labels.node }}",
                "The router on {{ $labels.node }} sends no request to instance {{ $labels.server }} (backend "
-               "{{ $labels.proxy }}): its GET /health does not answer 200."),
+               "{{ $labels.proxy }}): its GET /health does not answer 200 (a prefill/decode instance: its prefill "
+               "or decode pool's /health, or its proxy's; AscendEngineDown names a pool that is down)."),
         _alert("AscendNPUUnhealthy", "npu_chip_info_health_status != 1", t["npu_unhealthy_for"], "critical",
                "NPU {{ $labels.id }} on {{ $labels.node }} is unhealthy",
                "npu-exporter reports health {{ $value }} (1 is healthy) for NPU {{ $labels.id }} "
@@ -118,10 +149,10 @@ def _alert(name, expr, duration, severity, summary, description):
             "annotations": {"summary": summary, "description": description}}
 
 
-def render(given=None):
+def render(given=None, scrape_interval=DEFAULT_SCRAPE_INTERVAL):
     """The rule file's text: YAML, each scalar written as a JSON string or number (valid YAML)."""
     return "# Written by ascend.inference (monitoring role); changes are replaced.\n" + _yaml(
-        {"groups": groups(given)}, 0) + "\n"
+        {"groups": groups(given, scrape_interval)}, 0) + "\n"
 
 
 def _yaml(value, indent):

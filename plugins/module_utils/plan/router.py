@@ -20,6 +20,18 @@ from ansible_collections.ascend.inference.plugins.module_utils.runtime import un
 RUNTIME_DIRECTORY = "ascend-router"
 SOCKET = "/run/%s/admin.sock" % RUNTIME_DIRECTORY
 DEFAULTS = {"enabled": True, "hosts": None, "port": 8080, "metrics_port": 8404}
+# The paths a client reaches through the router (POST with the model in the body; GET /v1/models and /health the
+# router answers itself); any other is HAProxy's 404. vLLM's --api-key guards /v1 only (and /v2, /inference from
+# 0.23): /invocations, /tokenize, /pooling, /classify, /score and /rerank answer without it, and so do a PD proxy's
+# /instances/add and /instances/remove. Generation, then embedding and scoring (runner pooling) models.
+CLIENT_PATHS = ("/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/score", "/v1/rerank")
+# A prefill/decode proxy (vllm-ascend's load_balance_proxy examples) serves the first two only.
+PD_CLIENT_PATHS = CLIENT_PATHS[:2]
+# A served model's backend, whose servers are its replicas (the router's other backends are not:
+# plan/monitoring.py's engine metrics, no_such_model).
+REPLICA_BACKEND_PREFIX = "model-"
+# A replica's health: GET /health on the server itself.
+SERVER_HEALTH = {"address": None, "port": None, "path": "/health", "pool": None}
 # A served name is a key of the router's map file (one line: name, whitespace, backend): no whitespace in it, and
 # no '#', which starts a comment there.
 MAP_KEY = re.compile(r"[^\s#]+")
@@ -76,13 +88,18 @@ def section(router, hosts, names, plans, addresses, pd=None):
     pd = pd or {}
     pools = set(pool["instance"] for entry in pd.values() for pool in entry["pools"].values())
     backends, order = {}, []
+    # Each backend's checks: GET PATH on ADDRESS:PORT (None: the server's own), all answering 200 for it to be up.
     for name in sorted(pd):
         proxy = pd[name]["proxy"]
         served = str(pd[name]["served_model_name"])
         order.append(served)
-        # The proxy's other paths (/instances/add, /instances/remove) are not a client's.
-        backends[served] = {"name": "model-" + name, "served_model_name": served, "check_path": proxy["health_path"],
-                            "allowed_paths": ["/v1/completions", "/v1/chat/completions"],
+        # vllm-ascend's proxy answers its /healthcheck whatever its pools do: the route is up while each pool's
+        # head answers /health (HAProxy's checks connect to each in turn), and the proxy its own.
+        pool_checks = [{"address": pd[name]["pools"][pool]["address"], "port": pd[name]["pools"][pool]["api_port"],
+                        "path": "/health", "pool": pd[name]["pools"][pool]["instance"]} for pool in ("prefill", "decode")]
+        backends[served] = {"name": REPLICA_BACKEND_PREFIX + name, "served_model_name": served,
+                            "checks": pool_checks + [dict(SERVER_HEALTH, path=proxy["health_path"])],
+                            "allowed_paths": list(PD_CLIENT_PATHS),
                             "servers": [{"name": name, "host": proxy["host"], "address": proxy["address"],
                                          "port": proxy["port"]}]}
     for name in names:
@@ -93,8 +110,8 @@ def section(router, hosts, names, plans, addresses, pd=None):
         if served not in backends:
             order.append(served)
             # HAProxy's names take letters, digits, '-', '_', '.' and ':': the first replica's instance name is one.
-            backends[served] = {"name": "model-" + name, "served_model_name": served, "check_path": "/health",
-                                "allowed_paths": None, "servers": []}
+            backends[served] = {"name": REPLICA_BACKEND_PREFIX + name, "served_model_name": served, "checks": [SERVER_HEALTH],
+                                "allowed_paths": list(CLIENT_PATHS), "servers": []}
         head = cluster["node_order"][0]
         backends[served]["servers"].append({"name": name, "host": head, "address": plans[name]["nodes"][head]["node_ip"],
                                             "port": cluster["api_port"]})

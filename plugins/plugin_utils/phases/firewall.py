@@ -69,7 +69,8 @@ def desired(node, settings):
 
 def scraped_ports(plan, host):
     """(the monitoring hosts that are no members, the ports of HOST they scrape): every target of the plan's
-    monitoring section on this node (engines' API ports, the router's metrics, the NPU exporter)."""
+    monitoring section on this node (the router's metrics, through which it reads the engines' behind a router, else
+    the engines' API ports; the NPU exporter)."""
     monitoring = plan.get("monitoring") or {}
     admitted = list(monitoring.get("admitted") or [])
     if not admitted:

@@ -27,6 +27,11 @@ CONFIG = "prometheus.yml"
 # For the person's Grafana (the collection installs none): the dashboard and a provisioning file that loads it.
 GRAFANA = (("grafana/ascend-inference.json", "monitoring/ascend-inference-dashboard.json"),
            ("grafana/ascend-inference-provisioning.yml", "monitoring/grafana-provisioning.yml"))
+# promtool checks a configuration's syntax alone (check config --syntax-only) from Prometheus 2.33 (PR #9909): the
+# configuration is checked before the files it names are written. Ubuntu 22.04 ships 2.31; Debian 12, 2.42.
+OLDEST = "2.33.0"
+OLDEST_FIX = ("install Prometheus %s or later (Ubuntu 22.04's package is 2.31: take prometheus.io's release archive) "
+              "and set monitoring_prometheus_package and monitoring_promtool to it" % OLDEST)
 # Prometheus' durations (model.ParseDuration): units from ms to y, one or several.
 DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
@@ -74,7 +79,7 @@ def files(plan, settings, directory, config_path):
         found.append((path, "0644", json.dumps(monitoring["targets"][kind], indent=1, sort_keys=True) + "\n", None))
         jobs.append({"name": job, "file": path})
     rules = "%s/%s" % (directory, RULES)
-    found.append((rules, "0644", monitoring_rules.render(settings["thresholds"]), None))
+    found.append((rules, "0644", monitoring_rules.render(settings["thresholds"], settings["scrape_interval"]), None))
     found.append((config_path, "0644", None, {"jobs": jobs, "rules": rules,
                                               "scrape_interval": settings["scrape_interval"],
                                               "evaluation_interval": settings["evaluation_interval"]}))
@@ -124,6 +129,8 @@ def desired(node, settings):
         # The server and promtool come in the one package.
         apply["packages"] = [{"name": settings["package"], "program": "prometheus"},
                              {"name": settings["package"], "program": settings["promtool"]}]
+        apply["requires"] = [{"argv": [settings["promtool"], "--version"], "minimum": OLDEST,
+                              "version_pattern": r"promtool, version ([0-9.]+)", "fix": OLDEST_FIX}]
         apply["units"] = [{"name": settings["unit"], "state": "started", "reload_on": [config, rules_path]}]
         apply["answers"] = [{"label": "Prometheus' /-/ready", "timeout": READY_TIMEOUT,
                              "url": "http://127.0.0.1:%d/-/ready" % node.plan["monitoring"]["prometheus_port"]}]

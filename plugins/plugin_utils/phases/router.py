@@ -84,7 +84,9 @@ def desired(node, settings):
                   map_file=where["map"], models_file=where["models"],
                   # HAProxy's conditions: AND binds before ||.
                   health_down=" || ".join("{ path /health } down_" + b["name"] for b in router["backends"]),
-                  bind=":%d" % router["port"], metrics_bind="%s:%d" % (address, router["metrics_port"]))
+                  bind=":%d" % router["port"], metrics_bind="%s:%d" % (address, router["metrics_port"]),
+                  # Each engine's /metrics for the monitoring hosts, which reach no engine's API port.
+                  engine_metrics=(plan.get("monitoring") or {}).get("engine_metrics") or [])
     routes = "".join("%s %s\n" % (b["served_model_name"], b["name"]) for b in router["backends"])
     env = systemd.environment_file({"ASCEND_ROUTER_ENGINE_KEY": engine_key} if engine_key else {})
     files = [

@@ -115,6 +115,17 @@ def test_reads_every_replica_of_the_capture(run_module, runtime):
         {"backend": "model-big", "server": "big", "status": "DOWN", "sessions": 0}]
 
 
+def test_an_engines_metrics_backend_holds_no_replica():
+    """The router also forwards each engine's /metrics to a backend of its own (plan/monitoring.py): its server is
+    no replica. Its row here is the capture's model-big/big row under that backend's name."""
+    with open(CAPTURE) as handle:
+        stat = handle.read()
+    row = next(line for line in stat.splitlines() if line.startswith("model-big,big,"))
+    extra = stat.rstrip("\n") + "\n" + row.replace("model-big,big,", "engine_metrics_1,engine,", 1) + "\n"
+    assert [(r["backend"], r["server"]) for r in router_server.servers(extra)] == [
+        ("model-a1", "a1"), ("model-a1", "a2"), ("model-big", "big")]
+
+
 def test_ready_puts_a_drained_replica_back_and_says_it_changed(run_module, runtime):
     path, stand_in = runtime
     done = run_module(router_server.main, {"socket": path, "backend": "model-a1", "server": "a1", "state": "ready"})

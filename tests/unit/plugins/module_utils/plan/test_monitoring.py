@@ -64,11 +64,17 @@ def test_every_api_server_is_a_target_labelled_by_instance_model_role_node_and_r
     found = section(fleet_plan(), npu_exporter_enabled=True)
     engines = dict((group["labels"]["instance"], group) for group in found["targets"]["engines"])
     assert sorted(engines) == ["chat", "embed", "pd-decode", "pd-prefill"]
-    assert engines["chat"] == {"targets": ["10.0.0.1:8000"],
-                               "labels": {"instance": "chat", "model": "qwen", "role": "serve", "node": "n1"}}
+    # Behind the router, through its metrics port at the engine's own path, which it forwards to the API port's
+    # /metrics only.
+    assert engines["chat"] == {"targets": ["10.0.0.1:8404"],
+                               "labels": {"instance": "chat", "model": "qwen", "role": "serve", "node": "n1",
+                                          "__metrics_path__": "/engines/chat/n1/metrics"}}
+    prefill_port = fleet_plan()["instances"]["pd-prefill"]["cluster"]["api_port"]
+    assert [e for e in found["engine_metrics"] if e["path"].startswith("/engines/pd-prefill/")] == [
+        {"path": "/engines/pd-prefill/n2/metrics", "address": "10.0.0.2", "port": prefill_port}]
     # DP over two nodes: the head serves the API (its first rank is 0); the headless node is no target.
     assert engines["embed"]["labels"] == {"instance": "embed", "model": "/models/embed", "role": "serve",
-                                          "node": "n1", "dp_rank": "0"}
+                                          "node": "n1", "dp_rank": "0", "__metrics_path__": "/engines/embed/n1/metrics"}
     assert engines["pd-prefill"]["labels"]["role"] == "prefill" and engines["pd-prefill"]["labels"]["node"] == "n2"
     assert engines["pd-decode"]["labels"]["role"] == "decode" and engines["pd-decode"]["labels"]["model"] == "qwen-pd"
     # The router's metrics port on its host, and each node's exporter on its cluster address.
@@ -126,9 +132,10 @@ def test_monitors_outside_the_cluster_are_admitted_to_what_they_scrape():
                                  monitors=[{"name": "mon", "address": "10.0.0.9"}, {"name": "n1", "address": "10.0.0.1"}])
     assert plan["monitoring"]["admitted"] == ["10.0.0.9"]
     monitors, ports = firewall.scraped_ports(plan, "n1")
-    # chat's and embed's API ports, the router's metrics, the exporter: not the router's client port.
-    assert monitors == ["10.0.0.9"] and ports == [8000, 8001, 8082, 8404]
-    assert firewall.scraped_ports(plan, "n3")[1] == [8000, 8082]
+    # The router's metrics (the engines' through it), the exporter: no engine's API port, not the router's client
+    # port.
+    assert monitors == ["10.0.0.9"] and ports == [8082, 8404]
+    assert firewall.scraped_ports(plan, "n3")[1] == [8082]
     plan["monitoring"] = section(plan)
     assert firewall.scraped_ports(plan, "n1") == ([], [])
 
@@ -196,6 +203,18 @@ def test_alerts_name_node_instance_and_npu_and_take_their_thresholds():
         assert "{{ $labels.id }}" in alerts[name]["annotations"]["summary"]
     for name in ("AscendEngineDown", "AscendKVCacheFull", "AscendRequestsPiling", "AscendTimeToFirstTokenHigh"):
         assert "{{ $labels.instance }}" in alerts[name]["annotations"]["summary"]
+
+
+def test_an_engine_in_maintenance_is_left_out_for_three_scrapes_after():
+    """The window covers the `up` sample of the stopped engine that outlives the router's last MAINT sample (promtool
+    runs the rule on the states HAProxy gives: tests/integration/test_monitoring_rules.py)."""
+    assert [monitoring_rules.maintenance_window(i) for i in ("2s", "15s", "1m", "1m30s")] == [
+        "30s", "45s", "180s", "270s"]
+    expr = dict((r["alert"], r["expr"]) for r in monitoring_rules.groups(scrape_interval="20s")[0]["rules"]
+                if "alert" in r)["AscendEngineDown"]
+    assert expr == ('up{job="ascend-engine"} == 0 unless on (instance) label_replace(max by (server) (max_over_time('
+                    'haproxy_server_status{job="ascend-router", state="MAINT"}[60s])) == 1, "instance", "$1", '
+                    '"server", "(.+)")')
 
 
 def test_the_rule_file_is_yaml_of_the_same_rules():

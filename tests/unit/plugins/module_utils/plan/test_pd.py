@@ -118,8 +118,12 @@ def test_the_proxy_joins_the_pools_heads_and_the_router_routes_to_it():
         "--decoder-hosts", "10.0.0.3", "--decoder-ports", "8000"]
     assert proxy["port"] == 8001
     backends = found["router"]["backends"]
-    assert [(b["served_model_name"], b["check_path"], [(s["address"], s["port"]) for s in b["servers"]])
-            for b in backends] == [("deepseek", "/healthcheck", [("10.0.0.3", 8001)])]
+    assert [(b["served_model_name"], [(s["address"], s["port"]) for s in b["servers"]]) for b in backends] == [
+        ("deepseek", [("10.0.0.3", 8001)])]
+    # Up while each pool's head answers /health and the proxy its /healthcheck (which ignores the pools).
+    assert [(c["pool"], c["address"], c["port"], c["path"]) for c in backends[0]["checks"]] == [
+        ("ds-prefill", "10.0.0.1", 8000, "/health"), ("ds-decode", "10.0.0.3", 8000, "/health"),
+        (None, None, None, "/healthcheck")]
 
 
 def test_without_the_proxy_directory_the_deploy_is_refused_and_the_plan_shown():

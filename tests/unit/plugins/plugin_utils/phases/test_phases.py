@@ -12,7 +12,7 @@ import platform
 import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible_collections.ascend.inference.plugins.module_utils.apply import unit_steps
+from ansible_collections.ascend.inference.plugins.module_utils.apply import programs, unit_steps
 from ansible_collections.ascend.inference.plugins.module_utils.node import hccn
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
     firewall as phase_firewall, hostnames, node_env, npu_network, ray as phase_ray, backends, serve as phase_serve,
@@ -359,7 +359,18 @@ def test_prometheus_is_installed_where_promtool_is_missing_and_its_readiness_wai
     assert [answer["url"] for answer in state["answers"]] == [
         "http://127.0.0.1:%d/-/ready" % plan["monitoring"]["prometheus_port"]]
     exported = phase_monitoring.desired(FakeNode("mon", plan), dict(settings, export_dir="/tmp/x"))["apply"]
-    assert "packages" not in exported and "answers" not in exported
+    assert "packages" not in exported and "answers" not in exported and "requires" not in exported
+    # Prometheus below 2.33 (no check config --syntax-only) is refused before anything is written, naming its version.
+    # Debian 12's promtool --version, captured from its prometheus 2.42.0+ds-5+deb12u1 (tests/run.sh unpacks it);
+    # Ubuntu 22.04's written in the same format with its package's version (2.31.2+ds1-1ubuntu1.22.04.2), no capture.
+    [requirement] = state["requires"]
+    assert requirement["argv"] == ["/usr/bin/promtool", "--version"]
+    debian = ("promtool, version 2.42.0+ds (branch: debian/sid, revision: 2.42.0+ds-5+deb12u1)\n"
+              "  build user:       team+pkg-go@tracker.debian.org\n")
+    ubuntu = "promtool, version 2.31.2+ds1 (branch: debian/sid, revision: 2.31.2+ds1-1ubuntu1.22.04.2)\n"
+    assert programs.judged(requirement, 0, debian, "") is None
+    assert programs.judged(requirement, 0, ubuntu, "") == "version 2.31.2, below 2.33.0"
+    assert "Ubuntu 22.04" in requirement["fix"] and "monitoring_promtool" in requirement["fix"]
 
 
 # The package of this machine's architecture, as a node would have it.
