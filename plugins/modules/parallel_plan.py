@@ -600,7 +600,7 @@ router:
     - With O(instances) and the router enabled, the endpoint - C(hosts), C(addresses) (host to cluster address),
       C(port), C(metrics_port), C(unit), and C(backends) (one per served model name, each with C(name),
       C(served_model_name), C(checks) (each C(address) and C(port), null for the server's own, C(path) and
-      C(pool): all must answer 200 for a replica to be up; a prefill/decode route's ask each pool's head too),
+      C(pool) - all must answer 200 for a replica to be up; a prefill/decode route's ask each pool's head too),
       C(allowed_paths) (the client paths passed on) and C(servers) - each replica's instance C(name), C(host) (its
       head), C(address) and C(port)); null when disabled.
   returned: with O(instances)
