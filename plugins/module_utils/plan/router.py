@@ -21,9 +21,10 @@ RUNTIME_DIRECTORY = "ascend-router"
 SOCKET = "/run/%s/admin.sock" % RUNTIME_DIRECTORY
 DEFAULTS = {"enabled": True, "hosts": None, "port": 8080, "metrics_port": 8404}
 # The paths a client reaches through the router (POST with the model in the body; GET /v1/models and /health the
-# router answers itself); any other is HAProxy's 404. vLLM's --api-key guards /v1 only (and /v2, /inference from
-# 0.23): /invocations, /tokenize, /pooling, /classify, /score and /rerank answer without it, and so do a PD proxy's
-# /instances/add and /instances/remove. Generation, then embedding and scoring (runner pooling) models.
+# router answers itself); any other is HAProxy's 404. vLLM's --api-key guards /v1 only (later releases also /v2,
+# /inference, /cohere: docs/security.md): /invocations, /tokenize, /pooling, /classify, /score and /rerank answer
+# without it, and so do a PD proxy's /instances/add and /instances/remove. Generation, then embedding and scoring
+# (runner pooling) models.
 CLIENT_PATHS = ("/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/score", "/v1/rerank")
 # A prefill/decode proxy (vllm-ascend's load_balance_proxy examples) serves the first two only.
 PD_CLIENT_PATHS = CLIENT_PATHS[:2]
