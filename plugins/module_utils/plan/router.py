@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.ascend.inference.plugins.module_utils.plan.pd import POOLS
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 # systemd's RuntimeDirectory of the unit, and HAProxy's admin socket in it (the rolling restart drains through it).
@@ -97,7 +98,7 @@ def section(router, hosts, names, plans, addresses, pd=None):
         # vllm-ascend's proxy answers its /healthcheck whatever its pools do: the route is up while each pool's
         # head answers /health (HAProxy's checks connect to each in turn), and the proxy its own.
         pool_checks = [{"address": pd[name]["pools"][pool]["address"], "port": pd[name]["pools"][pool]["api_port"],
-                        "path": "/health", "pool": pd[name]["pools"][pool]["instance"]} for pool in ("prefill", "decode")]
+                        "path": "/health", "pool": pd[name]["pools"][pool]["instance"]} for pool in POOLS]
         backends[served] = {"name": REPLICA_BACKEND_PREFIX + name, "served_model_name": served,
                             "checks": pool_checks + [dict(SERVER_HEALTH, path=proxy["health_path"])],
                             "allowed_paths": list(PD_CLIENT_PATHS),
@@ -111,7 +112,7 @@ def section(router, hosts, names, plans, addresses, pd=None):
         if served not in backends:
             order.append(served)
             # HAProxy's names take letters, digits, '-', '_', '.' and ':': the first replica's instance name is one.
-            backends[served] = {"name": REPLICA_BACKEND_PREFIX + name, "served_model_name": served, "checks": [SERVER_HEALTH],
+            backends[served] = {"name": REPLICA_BACKEND_PREFIX + name, "served_model_name": served, "checks": [dict(SERVER_HEALTH)],
                                 "allowed_paths": list(CLIENT_PATHS), "servers": []}
         head = cluster["node_order"][0]
         backends[served]["servers"].append({"name": name, "host": head, "address": plans[name]["nodes"][head]["node_ip"],
