@@ -53,12 +53,14 @@ def settings_of(given):
 
 # Prometheus' duration units in seconds.
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+# Prometheus' durations (model.ParseDuration): a number and a unit, one or several.
+DURATION_PART = r"([0-9]+)(%s)" % "|".join(UNITS)
 DEFAULT_SCRAPE_INTERVAL = "15s"
 
 
 def seconds(duration):
     """A Prometheus duration (1m30s) in seconds."""
-    return sum(int(number) * UNITS[unit] for number, unit in re.findall(r"([0-9]+)(ms|s|m|h|d|w|y)", duration))
+    return sum(int(number) * UNITS[unit] for number, unit in re.findall(DURATION_PART, duration))
 
 
 def maintenance_window(scrape_interval):

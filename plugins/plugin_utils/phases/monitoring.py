@@ -33,7 +33,7 @@ OLDEST = "2.33.0"
 OLDEST_FIX = ("install Prometheus %s or later (Ubuntu 22.04's package is 2.31: take prometheus.io's release archive) "
               "and set monitoring_prometheus_package and monitoring_promtool to it" % OLDEST)
 # Prometheus' durations (model.ParseDuration): units from ms to y, one or several.
-DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+DURATION = re.compile(r"^(%s)+$" % monitoring_rules.DURATION_PART)
 
 
 def controller_owner():
