@@ -44,9 +44,11 @@ demo() {
   start_nodes
   log "ansible-playbook deploy.yml -i inventories/sandbox/hosts"
   (cd "$repo" && .venv/bin/ansible-playbook deploy.yml -i inventories/sandbox/hosts)
-  log "POST http://10.89.250.11:8000/v1/completions, from sandbox-worker"
+  # From this machine, which is no cluster member: through the model's router on the head (the engine's own port,
+  # 8000, admits the members only).
+  log "POST http://10.89.250.11:8080/v1/completions (the router), from this machine"
   local answer
-  answer=$(podman exec sandbox-worker curl -sS --max-time 60 http://10.89.250.11:8000/v1/completions \
+  answer=$(curl -sS --max-time 60 http://10.89.250.11:8080/v1/completions \
     -H 'Content-Type: application/json' \
     -d "{\"model\": \"$served_name\", \"prompt\": \"I am\", \"max_tokens\": 16, \"temperature\": 0, \"ignore_eos\": true}")
   printf '%s\n' "$answer"

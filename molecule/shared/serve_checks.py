@@ -80,9 +80,11 @@ def flags(argv):
     return found
 
 
-def request(host, url, body=None, key=None):
+def request(host, url, body=None, key=None, host_header=None):
     """HTTP from a node with curl: (status, parsed JSON body or text)."""
     args = ["curl", "-s", "-o", "/tmp/answer", "-w", "%{http_code}", "--max-time", "60"]
+    if host_header:
+        args += ["-H", "Host: %s" % host_header]
     if key:
         args += ["-H", "Authorization: Bearer %s" % key]
     if body is not None:

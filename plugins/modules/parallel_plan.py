@@ -224,13 +224,13 @@ options:
     default: deploy
   router_enabled:
     description:
-      - With O(instances), whether a router (HAProxy) fronts them on one endpoint (C(ascend_router_enabled)).
+      - Whether a router (HAProxy) fronts the model or the instances on one endpoint (C(ascend_router_enabled)).
     type: bool
     default: true
   router_hosts:
     description:
-      - The hosts that run the router (the group C(ascend_router)); omitted - the head of the first instance in name
-        order. Read from the inventory when the group exists. Refused without O(instances).
+      - The hosts that run the router (the group C(ascend_router)); omitted - the head of the single model, or of the
+        first instance in name order. Read from the inventory when the group exists.
     type: list
     elements: str
   router_port:
@@ -597,13 +597,13 @@ instances:
   type: dict
 router:
   description:
-    - With O(instances) and the router enabled, the endpoint - C(hosts), C(addresses) (host to cluster address),
+    - With the router enabled, the endpoint - C(hosts), C(addresses) (host to cluster address),
       C(port), C(metrics_port), C(unit), and C(backends) (one per served model name, each with C(name),
       C(served_model_name), C(checks) (each C(address) and C(port), null for the server's own, C(path) and
       C(pool) - all must answer 200 for a replica to be up; a prefill/decode route's ask each pool's head too),
-      C(allowed_paths) (the client paths passed on) and C(servers) - each replica's instance C(name), C(host) (its
-      head), C(address) and C(port)); null when disabled.
-  returned: with O(instances)
+      C(allowed_paths) (the client paths passed on) and C(servers) - each replica's instance C(name) (the single
+      model's is V(default)), C(host) (its head), C(address) and C(port)); null when disabled.
+  returned: success
   type: dict
 pd:
   description:

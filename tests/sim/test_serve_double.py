@@ -73,10 +73,12 @@ def sim(tmp_path):
         proc.communicate()
 
 
-def get(port, path, key=None, body=None):
+def get(port, path, key=None, body=None, host=None):
     request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
                                      data=json.dumps(body).encode() if body is not None else None,
                                      headers={"Content-Type": "application/json"})
+    if host:
+        request.add_header("Host", host)
     if key:
         request.add_header("Authorization", "Bearer " + key)
     try:
@@ -163,6 +165,20 @@ def test_api_key_protects_v1_only(sim):
     assert get(port, "/v1/models")[0] == 401
     assert get(port, "/v1/models", key="wrong")[0] == 401
     assert get(port, "/v1/models", key="s3cret")[0] == 200
+
+
+# GHSA-94f4-hr76-p5j6: before vLLM 0.22, AuthenticationMiddleware checked Starlette's URL(scope=scope).path, which
+# it rebuilds from the Host header; the route is the request line's. A forged Host skips the key (vllm-mindspore
+# 0.5.1 runs on vLLM 0.11.0); from 0.22 the path checked is scope["path"] (0.23.0's api_server.py).
+@pytest.mark.parametrize("version,forged", [("0.11.0", 200), ("0.23.0", 401)])
+def test_a_forged_host_skips_the_key_before_0_22_only(sim, version, forged):
+    port = free_port()
+    proc = sim.start("vllm", "serve", sim.model, "--served-model-name", "qwen", "--port", str(port), "--host",
+                     "127.0.0.1", VLLM_API_KEY="s3cret", ASCEND_SIM_VLLM_VERSION=version)
+    assert wait_http(port, proc)[0] == 200
+    request = {"model": "qwen", "prompt": "I am", "max_tokens": 4}
+    assert get(port, "/v1/completions", body=request)[0] == 401
+    assert get(port, "/v1/completions", body=request, host="x/health?")[0] == forged
 
 
 def running(port):

@@ -109,20 +109,26 @@ def test_firewall_refuses_non_members(host):
             socket.create_connection((ip, port), timeout=5)
 
 
-def test_firewall_admits_members_and_the_api_port():
+def test_firewall_admits_members_and_the_routers_port_only():
+    # The head runs the model's router (port 8080 by default); the API port (8000) is members-only: vLLM answers
+    # /invocations and others there without its key (docs/security.md). Stand-ins listen on both.
     host = node(HEAD)
     ip = address_of(host)
     probe = "python3 -c 'import socket; socket.create_connection((\"%s\", 6379), timeout=5)'" % ip
     assert node("ray-worker1").run(probe).rc == 0, "a member must reach the head"
-    host.check_output("systemd-run --unit=api-probe python3 -m http.server 8000")
+    for port in (8000, 8080):
+        host.check_output("systemd-run --unit=probe-%d python3 -m http.server %d" % (port, port))
     try:
         deadline = time.time() + 20
         while True:
             try:
-                socket.create_connection((ip, 8000), timeout=5).close()
+                socket.create_connection((ip, 8080), timeout=5).close()
                 break
             except OSError:
-                assert time.time() < deadline, "the API port must stay open to everyone"
+                assert time.time() < deadline, "the router's port must stay open to everyone"
                 time.sleep(1)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((ip, 8000), timeout=5)
+        assert node("ray-worker1").run(probe.replace("6379", "8000")).rc == 0, "a member must reach the API port"
     finally:
-        host.run("systemctl stop api-probe.service")
+        host.run("systemctl stop probe-8000.service probe-8080.service")

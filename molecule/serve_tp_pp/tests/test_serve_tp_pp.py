@@ -81,6 +81,8 @@ def test_status_shows_every_service():
     assert "API http://%s:8000: /health 200" % address_of(node(HEAD)) in out
     for name in (HEAD, WORKER):
         assert [line for line in out.splitlines() if line.strip().startswith(name + " ") and "active/running" in line]
+    # The model's router on the head, with its one replica up.
+    assert "router on %s (port 8080): active/running" % HEAD in out and "  qwen3: default UP" in out, out[-3000:]
     # No monitoring host: the time to first token from the engine's own histogram (the smoke test and the
     # completion above were answered).
     assert re.search(r"load default: 0 running, 0 waiting, KV cache 0%, time to first token p50 [0-9.e-]+ s / p95 "

@@ -13,7 +13,7 @@ import os
 
 from ansible_collections.ascend.inference.plugins.module_utils.plan.fleet import deploy_problems, make_fleet_plan
 from ansible_collections.ascend.inference.plugins.module_utils.plan import (
-    monitoring as monitoring_plan, router as router_plan)
+    input_rules, monitoring as monitoring_plan, router as router_plan)
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import (
     DEFAULTS, LAUNCHERS, NODE_DEFAULTS, PlanError, make_plan)
 from ansible_collections.ascend.inference.plugins.module_utils.engines.releases import ENGINES
@@ -145,16 +145,19 @@ def answer(params):
                         cluster=fleet["cluster"], nodes=fleet["nodes"], router=fleet["router"], pd=fleet["pd"],
                         monitoring=monitoring, plan_warnings=fleet["warnings"],
                         model_checks=model_checks)
-        problems = router_plan.single_model_problems(router)
+        plan = make_plan(settings, params["nodes"])
+        ray_port = plan["cluster"]["ray_port"]
+        plan["router"], problems = router_plan.single_model(
+            router, plan, monitoring_plan.SINGLE,
+            (lambda ports: input_rules.ray_ports(ports, ray_port)) if ray_port else None)
         if problems:
             raise PlanError(problems)
-        plan = make_plan(settings, params["nodes"])
         monitoring, problems = monitoring_plan.section(plan, monitoring_settings)
         if problems:
             raise PlanError(problems)
     except PlanError as exc:
         return dict(failed=True, msg="invalid layout:\n- " + "\n- ".join(exc.errors), errors=exc.errors)
-    return dict(changed=False, cluster=plan["cluster"], nodes=plan["nodes"], monitoring=monitoring,
+    return dict(changed=False, cluster=plan["cluster"], nodes=plan["nodes"], router=plan["router"], monitoring=monitoring,
                 plan_warnings=plan["warnings"], model_checks=model_checks)
 
 

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: ascend.inference contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The endpoint in front of the instances of ascend_instances (pure logic): which hosts run the router, its ports
-(held in the plan's port allocation before the instances' are chosen), and each served model's replicas, the
-servers the router balances.
+"""The endpoint in front of the single model or the instances of ascend_instances (pure logic): which hosts run the
+router, its ports (held in the plan's port allocation before the instances' are chosen; the single model's checked
+against its own), and each served model's replicas, the servers the router balances.
 
 The router is HAProxy (docs/instances.md says why): it routes by the request body's "model", so each served name
 is one backend whose servers are the API nodes of the instances serving it."""
@@ -45,13 +45,35 @@ def settings_of(params):
                 for key, default in DEFAULTS.items())
 
 
-def single_model_problems(router):
-    """A router asked for without ascend_instances: refused, not ignored."""
-    if router["hosts"] is not None:
-        return ["group ascend_router (%s): the router fronts the instances of ascend_instances; a single model is "
-                "served on its own API port: remove the group, or describe the model as an instance"
-                % (", ".join(router["hosts"]) or "no host")]
-    return []
+def single_model(router, plan, name, ray_ports):
+    """The single model's router (section or None, problems): by default on its head, so that its API port stays
+    members-only like every instance's (vLLM answers /invocations and others without its key). NAME: the one
+    server's (plan/monitoring.SINGLE); RAY_PORTS: input_rules.ray_ports under the Ray launcher, else None."""
+    cluster = plan["cluster"]
+    hosts, problems = router_hosts(router, cluster["node_order"][0], cluster["node_order"])
+    if problems or not hosts:
+        return None, problems
+    # The model's own ports on every node (the router's hosts are among them).
+    taken = dict((cluster[key], "ascend_" + key) for key in ("api_port", "ray_port", "dp_rpc_port") if cluster.get(key))
+    if cluster.get("model_transfer_port"):
+        for offset, what in enumerate(("", " + 1 (the model copy's tracker)", " + 2 (the model copy's control)")):
+            taken[cluster["model_transfer_port"] + offset] = "ascend_model_transfer_port" + what
+    ours = []
+    for key, what in (("port", "ascend_router_port"), ("metrics_port", "ascend_router_metrics_port")):
+        value = router[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+            problems.append("%s must be a TCP port 1-65535 (found %r)" % (what, value))
+        elif value in taken:
+            problems.append("%s and %s are both %d: each service needs its own port" % (taken[value], what, value))
+        else:
+            taken[value] = what
+            ours.append((value, what))
+    if ray_ports is not None:
+        problems.extend(ray_ports(ours))
+    if problems:
+        return None, problems
+    addresses = dict((host, plan["nodes"][host]["node_ip"]) for host in cluster["node_order"])
+    return section(router, hosts, [name], {name: plan}, addresses), []
 
 
 def router_hosts(router, first_head, cluster_hosts):

@@ -73,6 +73,10 @@ def status(node, settings):
         metrics = node.run("ansible.builtin.uri", {"url": "http://%s:%s/metrics" % (mine["node_ip"], cluster["api_port"]),
                                                    "timeout": 10, "return_content": True, "status_code": [200]})
         record["load"] = engine_metrics.load(metrics.get("content")) if metrics.get("status") == 200 else None
+    # The single model's router (an instance's view has none: the fleet's branch above reads it once).
+    router = plan.get("router")
+    if router and node.host in router["hosts"]:
+        record["router"] = router_status(node, router)
     return {"apply": None, "record": record}
 
 
@@ -273,8 +277,9 @@ def report(node, settings):
                  for host in set(hosts) | set(plan["cluster"]["node_order"]))
     problems = reports.status_problems(plan, hosts, found)
     lines, watched = watchdog_report(plan, found)
-    problems = "\n".join(([problems] if problems else []) + watched)
-    table = "\n".join([reports.status_table(plan, hosts, found)] + lines + [
+    routed, router_problems = router_report(plan, hosts, lambda host: found.get(host))
+    problems = "\n".join(([problems] if problems else []) + watched + router_problems)
+    table = "\n".join([reports.status_table(plan, hosts, found)] + lines + routed + [
         load_line(monitoring_plan.SINGLE, found, recent, address)])
     if problems:
         raise Refused(table + "\n" + problems)

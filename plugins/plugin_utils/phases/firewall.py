@@ -35,15 +35,12 @@ def desired(node, settings):
         state["units"] = [legacy, {"name": unit, "file": unit_path, "state": "absent"}]
         return {"apply": state, "warnings": [WARNING % node.host], "record": {"enabled": False}}
     members = [node.plan["nodes"][name]["node_ip"] for name in cluster["node_order"]]
-    # Open to everyone: firewall_open_ports, the API ports (with a router, its port on its hosts instead: the
-    # engines take only what it forwards) and the port Ansible reaches this node on.
+    # Open to everyone: firewall_open_ports, the router's port on its hosts and the port Ansible reaches this node
+    # on. Never an engine's API port, router or not: vLLM answers /invocations, /tokenize and others there without
+    # its key (docs/security.md); the router passes a client's paths only.
     instances = [plan["cluster"] for plan in (node.plan.get("instances") or {}).values()] or [cluster]
     router = node.plan.get("router")
-    if router:
-        endpoints = [router["port"]] if node.host in router["hosts"] else []
-    else:
-        # (A prefill/decode instance is refused without the router: pd_plan.deploy_problems.)
-        endpoints = [c["api_port"] for c in instances]
+    endpoints = [router["port"]] if router and node.host in router["hosts"] else []
     open_ports = set(int(port) for port in settings["open_ports"]) | set(int(port) for port in endpoints)
     # The firewall loads before every service of the collection.
     before = sorted(set(c["units"][name] for c in instances for name in ("ray", "serve")) |

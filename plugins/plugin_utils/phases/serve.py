@@ -16,8 +16,9 @@ from ansible_collections.ascend.inference.plugins.module_utils.engines import re
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd, unit_names
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
-NO_KEY = ("no API key (ascend_api_key is unset): anyone who reaches %s:%s can use the model. Set ascend_api_key (from "
-          "ansible-vault or -e @secrets.yml); clients then send \"Authorization: Bearer <key>\".")
+NO_KEY = ("no API key (ascend_api_key is unset): every cluster member (and a monitoring host, without the router) that "
+          "reaches %s:%s can use the model. Set ascend_api_key (from ansible-vault or -e @secrets.yml); clients then "
+          "send \"Authorization: Bearer <key>\".")
 SETTINGS = {"python_env": "str", "executable": "str", "config_dir": "str", "restart_sec": "int", "node_env_file": "str",
             "secrets_file": "str", "ray_env_file": "str", "watchdog_enabled": "bool", "watchdog_interval": "int",
             "watchdog_probe_timeout": "int", "watchdog_failures": "int", "ready_timeout": "int"}

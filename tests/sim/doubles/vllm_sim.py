@@ -68,6 +68,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.environ.get("ASCEND_SIM_LIB", "/usr/local/lib/ascend-sim"))
@@ -605,8 +606,14 @@ def make_handler(names, api_key, ready, connector=None, version="0.23.0", regist
 
         def authorised(self):
             # /v1 only (0.23 and later also /v2 and /inference, which the double does not serve): /invocations,
-            # /tokenize and /metrics answer without the key in every release.
-            if not api_key or not self.path.startswith("/v1"):
+            # /tokenize and /metrics answer without the key in every release. Before 0.22 the path checked is
+            # Starlette's URL(scope=scope).path, rebuilt from the Host header ("http://" + Host + path): a Host of
+            # "x/health?" makes it /health and skips the key while the route is still /v1/... (GHSA-94f4-hr76-p5j6,
+            # Starlette's CVE-2026-48710; 0.23's AuthenticationMiddleware reads scope["path"]).
+            checked = self.path
+            if release_key(version) < (0, 22):
+                checked = urllib.parse.urlsplit("http://%s%s" % (self.headers.get("Host", ""), self.path)).path
+            if not api_key or not checked.startswith("/v1"):
                 return True
             if self.headers.get("Authorization") == "Bearer %s" % api_key:
                 return True

@@ -407,11 +407,44 @@ def test_a_served_name_the_router_cannot_map_is_refused():
     assert any("instance c: the served model name 'big model' has whitespace" in e for e in errors), errors
 
 
-def test_a_router_group_without_instances_is_refused():
-    given = ("nodes", "model_config", "model_config_path", "instances", "router_hosts")
-    defaults = dict((k, v["default"]) for k, v in request.ARGUMENT_SPEC.items()
-                    if k not in settings() and k not in given and "default" in v)
-    answer = request.answer(dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None,
-                                 instances=None, router_hosts=["n1"], **defaults))
-    assert answer["failed"] and "group ascend_router (n1): the router fronts the instances of ascend_instances" in \
+def single_answer(**extra):
+    """parallel_plan's answer for the single model of the ascend_* variables (DP 2 over n1 and n2), its defaults
+    filled in."""
+    given = dict(settings(data_parallel_size=2, tensor_parallel_size=8), nodes=nodes(2), model_config=None,
+                 model_config_path=None, instances=None, **extra)
+    defaults = dict((k, v["default"]) for k, v in request.ARGUMENT_SPEC.items() if k not in given and "default" in v)
+    return request.answer(dict(defaults, **given))
+
+
+def test_a_single_model_is_behind_a_router_on_its_head_by_default():
+    # Its API port is members-only like an instance's: the router is the only way in (docs/security.md).
+    answer = single_answer()
+    router = answer["router"]
+    assert router["hosts"] == ["n1"] and router["addresses"] == {"n1": "10.0.0.1"}
+    assert [(b["name"], b["served_model_name"], b["servers"]) for b in router["backends"]] == [
+        ("model-default", "/models/default", [{"name": "default", "host": "n1", "address": "10.0.0.1",
+                                               "port": 8000}])]
+    assert router["backend_of"] == {"default": "model-default"}
+    # Prometheus reads the engine through the router's metrics port.
+    assert answer["monitoring"]["targets"]["engines"][0]["targets"] == ["10.0.0.1:8404"]
+    assert answer["monitoring"]["engine_metrics"] == [
+        {"path": "/engines/default/n1/metrics", "address": "10.0.0.1", "port": 8000}]
+
+
+def test_a_single_model_router_goes_where_the_group_says_or_nowhere():
+    assert single_answer(router_hosts=["n2"])["router"]["hosts"] == ["n2"]
+    answer = single_answer(router_enabled=False)
+    assert answer["router"] is None and answer["monitoring"]["targets"]["engines"][0]["targets"] == ["10.0.0.1:8000"]
+    answer = single_answer(router_hosts=["n9"])
+    assert answer["failed"] and "group ascend_router names n9, not in group ascend_cluster" in answer["msg"], answer
+
+
+def test_a_single_model_router_port_on_one_of_the_models_is_refused_naming_both():
+    answer = single_answer(router_port=8000)
+    assert answer["failed"] and "ascend_api_port and ascend_router_port are both 8000" in answer["msg"], answer
+    answer = single_answer(router_metrics_port=29560, model_transfer_port=29559)
+    assert "ascend_model_transfer_port + 1 (the model copy's tracker) and ascend_router_metrics_port are both " \
+        "29560" in answer["msg"], answer
+    answer = single_answer(launcher="ray", router_port=8265)
+    assert answer["failed"] and "ascend_router_port 8265 is Ray's dashboard under the Ray launcher" in \
         answer["msg"], answer

@@ -210,12 +210,13 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     assert per_instance.node_env_ray(FakeNode("w", plan, applied=records), settings)["apply"] is None
 
 
-def test_without_a_router_the_firewall_opens_every_instances_api_port():
+def test_without_a_router_no_instance_api_port_is_open():
+    # vLLM answers /invocations and others without its key: members only, router or not (docs/security.md).
     plan = make_plan(router_enabled=False)
     settings = {"enabled": True, "open_ports": [], "config_dir": "/etc/ascend-inference", "ssh_port": None}
     state = firewall.desired(FakeNode("h", plan), settings)["apply"]
     rules = state["files"][0]["values"]
-    assert rules["open_ports"] == "8000, 8001"
+    assert rules["open_ports"] == ""
     assert rules["members"] == "192.0.2.11, 192.0.2.12"
     assert state["files"][1]["values"]["before"] == ("ascend-ray-chat.service ascend-ray-embed.service "
                                                      "ascend-serve-chat.service ascend-serve-embed.service")

@@ -29,7 +29,9 @@ NODES = [{"name": "h", "head": True, "node_ip": "192.0.2.11", "nic": "eth0", "np
 IMAGE_ID = "04598bc9955b" + "0" * 52
 
 
-def make_plan(**settings):
+def make_plan(with_router=False, **settings):
+    """parallel_plan's plan of NODES; with_router: with its router and monitoring sections (else the model's
+    parts only, as the phases of a plan without a router see them)."""
     params = dict((name, spec.get("default")) for name, spec in ARGUMENT_SPEC.items())
     params.update(engine="vllm-ascend", model="/models/m", tensor_parallel_size=2, pipeline_parallel_size=2,
                   launcher="ray", nodes=copy.deepcopy(NODES))
@@ -37,6 +39,8 @@ def make_plan(**settings):
     params.pop("check_nodes")
     found = answer(params)
     assert not found.get("failed"), found
+    if with_router:
+        return dict((key, found[key]) for key in ("cluster", "nodes", "router", "monitoring"))
     return {"cluster": found["cluster"], "nodes": found["nodes"]}
 
 
@@ -279,12 +283,12 @@ def test_an_open_api_is_warned_and_a_missing_program_refused():
     assert node.ran[0][1]["argv"][:2] == ["sh", "-c"]
 
 
-def test_the_firewall_opens_only_the_api_ssh_and_given_ports():
+def test_the_firewall_opens_only_ssh_and_the_given_ports():
     plan = make_plan()
     settings = {"enabled": True, "open_ports": [22], "config_dir": "/etc/x", "ssh_port": 2222}
     state = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]
     rules = state["files"][0]
-    assert rules["values"] == {"members": "192.0.2.11, 192.0.2.12", "open_ports": "22, 2222, 8000",
+    assert rules["values"] == {"members": "192.0.2.11, 192.0.2.12", "open_ports": "22, 2222",
                                "monitors": "", "scraped_ports": ""}
     assert rules["validate"] == "nft --check --file %s"
     # A monitoring host outside the cluster may read the API port and the NPU exporter, nothing else.
@@ -296,6 +300,17 @@ def test_the_firewall_opens_only_the_api_ssh_and_given_ports():
     off = phase_firewall.desired(FakeNode("h", plan), dict(settings, enabled=False, open_ports=[], ssh_port=None))
     assert off["warnings"][0].startswith("firewall_enabled is false on h")
     assert unit(off["apply"], "ascend-firewall.service")["state"] == "absent"
+
+
+def test_a_single_model_behind_its_router_is_reached_only_there():
+    # The default: the router on the head; the API port members-only on every node (vLLM answers /invocations and
+    # others without its key), monitors admitted to the router's metrics port and the NPU exporter only.
+    plan = make_plan(with_router=True, npu_exporter_enabled=True, monitors=[{"name": "mon", "address": "192.0.2.50"}])
+    settings = {"enabled": True, "open_ports": [22], "config_dir": "/etc/x", "ssh_port": None}
+    head = phase_firewall.desired(FakeNode("h", plan), settings)["apply"]["files"][0]["values"]
+    worker = phase_firewall.desired(FakeNode("w", plan), settings)["apply"]["files"][0]["values"]
+    assert (head["open_ports"], head["monitors"], head["scraped_ports"]) == ("22, 8080", "192.0.2.50", "8082, 8404")
+    assert (worker["open_ports"], worker["scraped_ports"]) == ("22", "8082")
 
 
 def test_the_firewall_installs_nftables_only_where_nft_is_missing_and_only_when_on():
