@@ -6,6 +6,7 @@ prefill pool (fleet-n2) and a decode pool (fleet-n3) joined by the KV connector 
 The serve double refuses an NPU or an HCCL port another engine holds (tests/sim/doubles/vllm_sim.py, claim_npus):
 that the deploy converged at all shows the allocation disjoint on every node."""
 
+import copy
 import json
 import os
 import re
@@ -265,6 +266,56 @@ def test_a_rolling_restart_through_the_router_loses_no_request():
         r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
     assert order == ["drain", "maintenance", "back", "drain", "maintenance", "back"], order
     assert replicas() == dict((name, "UP") for name in MODELS)
+
+
+def instances_with(extra):
+    """The scenario's ascend_instances with EXTRA ({instance: {variable: value}}) set on those instances."""
+    found = copy.deepcopy(testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_variables(N1)["ascend_instances"])
+    for name, values in extra.items():
+        found[name].update(values)
+    return {"ascend_instances": found}
+
+
+def rolled(out):
+    """The rolling steps of a run's output, in order: drain, maintenance, back."""
+    return [m.group(1).split()[-1].lower() for m in re.finditer(
+        r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
+
+
+def test_a_changed_setting_rolls_the_replicas_through_deploy_and_loses_no_request():
+    # An environment change of both replicas of qwen (node_env's files): deploy.yml takes them through the router
+    # one at a time, as restart.yml does, while clients keep sending; the other instances keep their processes.
+    before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
+    loops = [Loop() for _client in range(4)]
+    for loop in loops:
+        loop.start()
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
+            json.dump(instances_with({"chat-a": {"extra_env": {"ROLL_MARK": "1"}},
+                                      "chat-b": {"extra_env": {"ROLL_MARK": "1"}}}), handle)
+            handle.flush()
+            rc, out = playbook("deploy.yml", "--tags", "node_env,serve", "-e", "@" + handle.name)
+    finally:
+        for loop in loops:
+            loop.stop.set()
+            loop.join(60)
+    assert rc == 0, out
+    results = [r for loop in loops for r in loop.results]
+    lost = [r for r in results if not r[2]]
+    assert not lost and len(results) >= 8 and any(r[0] for r in results), (len(results), lost)
+    assert rolled(out) == ["drain", "maintenance", "back"] * 2, out
+    after = {key: pid(node(key[0]), key[1]) for key in before}
+    for key, was in before.items():
+        assert (after[key] != was) == (key[1] in ("chat-a", "chat-b")), key
+    for name, instance in ((N1, "chat-a"), (N2, "chat-b")):
+        assert process(node(name), instance)[1].get("ROLL_MARK") == "1", instance
+    assert replicas() == dict((name, "UP") for name in MODELS)
+    # Back to the inventory's instances: rolled the same way, and a run after it changes nothing.
+    rc, out = playbook("deploy.yml", "--tags", "node_env,serve")
+    assert rc == 0 and rolled(out) == ["drain", "maintenance", "back"] * 2, out
+    assert "ROLL_MARK" not in process(node(N1), "chat-a")[1]
+    rc, out = playbook("deploy.yml", "--tags", "node_env,serve")
+    assert rc == 0 and rolled(out) == [] and set(recap(out).values()) == {0}, out
 
 
 def test_status_shows_every_instance_and_the_router():

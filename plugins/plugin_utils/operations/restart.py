@@ -69,6 +69,43 @@ def rolling(node, settings):
                                                       "together": [n for n in wanted if n not in servers]}}
 
 
+SINGLE_REPLICA = ("instance %s is the only replica of %s behind the router: its clients get no answer while it "
+                  "restarts (another instance with the same served_model_name would take them)")
+
+
+def changed(node, settings):
+    """Once for the play, after the serve phase: the replicas behind the router that run on files changed by this
+    run (the serve phase's own, or an earlier phase's such as node_env's) or on files older than those on the node
+    (a run that stopped before it restarted them), in name order, for serve's rolling.yml. A replica whose unit
+    started in this run runs its files already. In --check, the ones that would be: named, not restarted."""
+    plan = node.plan
+    if not per_instance.is_fleet(plan) or not plan.get("router"):
+        return {"apply": None, "record": None, "result": {"rolling": []}}
+    due = set()
+    for host in node.play_hosts():
+        record = node.applied("serve", host) or {}
+        paths = set(record.get("changed_paths") or []) | set(
+            (node.applied("node_env", host=host) or {}).get("changed_paths") or [])
+        started = set(step["unit"] for step in record.get("steps") or [] if step["action"] == "start")
+        for name, entry in (record.get("rolled") or {}).items():
+            if entry["unit"] not in started and paths & set(entry["paths"]):
+                due.add(name)
+        due |= set(record.get("stale") or [])
+    names = [name for name in plan["cluster"]["instance_names"] if name in due]
+    router = plan["router"]
+    backends_of = dict((backend["name"], backend) for backend in router["backends"])
+    warnings = []
+    for name in names:
+        backend = backends_of[router["backend_of"][name]]
+        if len(backend["servers"]) == 1:
+            warnings.append(SINGLE_REPLICA % (name, backend["served_model_name"]))
+    if node.check_mode and names:
+        warnings.append("would restart %s one at a time behind the router (drained, in maintenance, restarted, put "
+                        "back): their files change" % ", ".join(names))
+    return {"apply": None, "record": None, "warnings": warnings,
+            "result": {"rolling": [] if node.check_mode else names}}
+
+
 def serve(node, settings):
     """settings: instances (the names of those to restart, from ascend_instances; empty: all)."""
     chosen = _chosen(node, settings)

@@ -15,8 +15,9 @@ import posixpath
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases import (
     node_env as phase_node_env, ray as phase_ray, backends, serve as phase_serve)
-from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable
-from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, systemd, unit_names
+from ansible_collections.ascend.inference.plugins.module_utils.plan import pd_ranktable, reports
+from ansible_collections.ascend.inference.plugins.module_utils.runtime import (
+    service_account, stale_units, systemd, unit_names)
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.phase import Refused
 
 
@@ -80,6 +81,10 @@ def serve(node, settings):
         return _sweeping(node, settings, result, [node.plan["cluster"]["units"]["serve"]],
                          [phase_serve.env_path(node.plan, settings)], [])
     results, record, wanted, env_files = [], {}, [], []
+    # A replica behind the router is not restarted here when its files change: restart.changed picks it (or one
+    # that runs older files, however they changed) and serve's rolling.yml restarts it one at a time, drained.
+    servers = set(((node.plan.get("router") or {}).get("backend_of") or {}))
+    rolled = {}
     for name, view in views(node):
         # The instance's own environment files (node_env wrote them from the same plan).
         mine = dict(settings, node_env_file=view.plan["cluster"]["node_env_file"],
@@ -89,6 +94,12 @@ def serve(node, settings):
             result = phase_serve.desired(view, mine)
             wanted.append(view.plan["cluster"]["units"]["serve"])
             env_files += [phase_serve.env_path(view.plan, settings), mine["node_env_file"], mine["secrets_file"]]
+            unit = view.plan["cluster"]["units"]["serve"]
+            if name in servers and result["apply"]:
+                for spec in result["apply"].get("units") or []:
+                    if spec["name"] == unit:
+                        read = [mine["node_env_file"], mine["secrets_file"]]
+                        rolled[name] = (unit, sorted(spec.pop("restart_on", [])) + read)
         else:
             result = {"apply": phase_serve.absent(view, mine), "record": {"serves": False}}
         results.append(result)
@@ -100,8 +111,23 @@ def serve(node, settings):
     tables = _rank_tables(node, state)
     result = {"apply": state, "warnings": warnings,
               "record": {"serves": any(record.values()), "instances": record,
-                         "proxies": [proxy["unit"] for proxy in proxies]}}
+                         "proxies": [proxy["unit"] for proxy in proxies],
+                         # What restart.changed reads: each such replica's unit and files, and those stale already.
+                         "rolled": dict((name, {"unit": unit, "paths": paths}) for name, (unit, paths) in rolled.items()),
+                         "stale": _stale(node, rolled)}}
     return _sweeping(node, settings, result, wanted, env_files, proxies, tables)
+
+
+def _stale(node, rolled):
+    """The replicas of ROLLED ({name: (unit, paths)}) running on older files than they have (read in --check too)."""
+    if not rolled:
+        return []
+    units = sorted(unit for unit, _paths in rolled.values())
+    paths = sorted(set(path for _unit, found in rolled.values() for path in found))
+    show, clock = stale_units.read_argvs(units, paths)
+    shown = node.run("ansible.builtin.command", {"argv": show})
+    read = node.run("ansible.builtin.command", {"argv": clock})
+    return stale_units.stale(rolled, reports.systemctl_units(shown.get("stdout") or ""), read.get("stdout") or "")
 
 
 def _rank_tables(node, state):
@@ -194,12 +220,14 @@ def node_env(node, settings):
              "keep": [posixpath.basename(settings["file"]), posixpath.basename(settings["secrets_file"])]}]})
         return result
     results, wanted = [], []
+    # A replica behind the router restarts in the serve phase instead, one at a time (restart.changed finds it).
+    servers = set(((node.plan.get("router") or {}).get("backend_of") or {}))
     for name, view in views(node):
         cluster = view.plan["cluster"]
         if node.host not in view.plan["nodes"]:
             continue
         mine = dict(settings, file=cluster["node_env_file"], secrets_file=cluster["secrets_env_file"], profile=None,
-                    services=[cluster["units"]["serve"]])
+                    services=[] if name in servers else [cluster["units"]["serve"]])
         wanted += [mine["file"], mine["secrets_file"]]
         results.append(phase_node_env.desired(view, mine))
     state, warnings = _merged(results)

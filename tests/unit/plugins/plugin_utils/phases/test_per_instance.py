@@ -100,7 +100,17 @@ def test_each_instance_runs_its_own_unit_on_its_hosts_only():
     accepted(state)
     assert {"ascend-serve-chat.service", "ascend-serve-embed.service"} <= set(units(state))
     assert units(state)["ascend-serve-embed.service"]["state"] == "started"
-    assert head["record"] == {"serves": True, "instances": {"chat": True, "embed": True}, "proxies": []}
+    assert {k: head["record"][k] for k in ("serves", "instances", "proxies")} == {
+        "serves": True, "instances": {"chat": True, "embed": True}, "proxies": []}
+    # Behind the router a replica is not restarted by its files here: restart.changed rolls it (its files listed).
+    assert "restart_on" not in units(state)["ascend-serve-embed.service"]
+    assert head["record"]["rolled"]["embed"] == {"unit": "ascend-serve-embed.service", "paths": [
+        "/etc/ascend-inference/serve-embed.env", "/etc/systemd/system/ascend-serve-embed.service",
+        "/etc/ascend-inference/node-embed.env", "/etc/ascend-inference/secrets-embed.env"]}
+    unrouted = per_instance.serve(FakeNode("h", make_plan(router_enabled=False)), SERVE)
+    assert units(unrouted["apply"])["ascend-serve-embed.service"]["restart_on"] == [
+        "/etc/systemd/system/ascend-serve-embed.service", "/etc/ascend-inference/serve-embed.env"]
+    assert unrouted["record"]["rolled"] == {}
     written = [f["path"] for f in state["files"]]
     assert "/etc/systemd/system/ascend-serve-embed.service" in written
     assert set(state["secrets"]) == {"/etc/ascend-inference/serve-chat.env", "/etc/ascend-inference/serve-embed.env"}
@@ -199,7 +209,10 @@ def test_each_instance_has_its_environment_and_secrets_and_no_profile():
     assert "CHAT_TOKEN" not in secrets["/etc/ascend-inference/secrets-embed.env"]["values"]["environment"]
     assert "HF_TOKEN" in secrets["/etc/ascend-inference/secrets-embed.env"]["values"]["environment"]
     assert "s3cret" not in chat["values"]["environment"]
-    assert units(state)["ascend-serve-chat.service"]["try_restart_on"] == [
+    # Behind the router no replica restarts here (the serve phase rolls it); without one, it does.
+    assert "ascend-serve-chat.service" not in units(state)
+    unrouted = per_instance.node_env(FakeNode("h", make_plan(router_enabled=False), applied=node.records), NODE_ENV)
+    assert units(unrouted["apply"])["ascend-serve-chat.service"]["try_restart_on"] == [
         "/etc/ascend-inference/node-chat.env", "/etc/ascend-inference/secrets-chat.env"]
     # node_env's second step restarts the one model's Ray on a worker; with instances there is none to restart,
     # even where the head's record and the worker's would ask for it.
@@ -720,3 +733,40 @@ def test_a_ray_instance_across_nodes_is_watched_from_its_head_only():
     assert config["role"] == "head" and config["ranks"] == [0] and config["rank_nodes"] == {"0": "placed by Ray"}
     worker = per_instance.serve(FakeNode("w", plan, instances=instances), SERVE)["apply"]
     assert "ascend-watchdog-big.service" not in units(worker)
+
+
+def test_a_changed_replica_behind_the_router_rolls_and_one_alone_is_named():
+    plan = make_plan(INSTANCES_TWICE)
+    rolled = dict((name, {"unit": "ascend-serve-%s.service" % name,
+                          "paths": ["/etc/ascend-inference/serve-%s.env" % name]}) for name in INSTANCES_TWICE)
+
+    def records(changed=(), started=(), stale=(), node_env=()):
+        serve = {"changed_paths": ["/etc/ascend-inference/serve-%s.env" % n for n in changed],
+                 "steps": [{"unit": "ascend-serve-%s.service" % n, "action": "start"} for n in started],
+                 "rolled": rolled, "stale": list(stale)}
+        return {"h": {"serve": serve, "node_env": {"changed_paths": list(node_env)}}, "w": {}}
+
+    def chosen(check_mode=False, **given):
+        node = FakeNode("h", plan, applied=records(**given))
+        node.check_mode = check_mode
+        return phase_restart.changed(node, {})
+
+    assert chosen()["result"] == {"rolling": []}
+    # Changed files of a running replica, or older files than it has (a run that stopped before its restart).
+    found = chosen(changed=["chat-b", "embed"], stale=["chat-a"])
+    assert found["result"] == {"rolling": ["chat-a", "chat-b", "embed"]}
+    assert found["warnings"] == [phase_restart.SINGLE_REPLICA % ("embed", "/models/e")]
+    # A replica started in this run runs its files already; node_env's changes count too.
+    assert chosen(changed=["chat-a"], started=["chat-a"])["result"] == {"rolling": []}
+    assert chosen(node_env=["/etc/ascend-inference/serve-chat-b.env"])["result"] == {"rolling": ["chat-b"]}
+    # --check names them and restarts nothing.
+    found = chosen(check_mode=True, changed=["chat-a"])
+    assert found["result"] == {"rolling": []} and "would restart chat-a one at a time" in found["warnings"][0]
+    # Without a router, nothing rolls.
+    assert phase_restart.changed(FakeNode("h", make_plan(INSTANCES_TWICE, router_enabled=False)), {})["result"] == {
+        "rolling": []}
+
+
+INSTANCES_TWICE = {"chat-a": {"hosts": ["h"], "npus_per_host": 1, "served_model_name": "chat"},
+                   "chat-b": {"hosts": ["w"], "npus_per_host": 1, "served_model_name": "chat"},
+                   "embed": {"hosts": ["h"], "npus_per_host": 2, "model": "/models/e"}}
