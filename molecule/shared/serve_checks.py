@@ -47,6 +47,13 @@ def recap(out):
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", out, re.M)}
 
 
+def rolled(out):
+    """The steps of each replica's rolling restart in a run's output (roles/serve/tasks/rolling.yml's task names), in
+    order: drain, maintenance, back."""
+    return [m.group(1).split()[-1].lower() for m in re.finditer(
+        r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
+
+
 def main_pid(host, unit):
     return int(host.check_output("systemctl show -p MainPID --value %s" % unit))
 

@@ -20,7 +20,7 @@ import warnings
 
 from http_call import call
 from serve_checks import (DASHBOARD, INVENTORY, address_of, empty_dashboard_panels, flags, node, playbook,
-                          recap, request, router_status)
+                          recap, request, rolled, router_status)
 
 import pytest
 import testinfra.utils.ansible_runner
@@ -239,32 +239,38 @@ class Loop(threading.Thread):
             self.results.append((stream, status, done, None if done else answer))
 
 
-def test_a_rolling_restart_through_the_router_loses_no_request():
-    before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
-    # Four clients at once, 160 tokens each (8 s at ASCEND_SIM_DECODE_SECONDS 0.05): leastconn gives each replica two
-    # in flight, so the drain's first read, a task (about a second) after the drain, finds one still running.
+def under_load(*args):
+    """A playbook run while four clients send qwen requests through the router, 160 tokens each (8 s at
+    ASCEND_SIM_DECODE_SECONDS 0.05: leastconn gives each replica two in flight). Asserts no request was lost and some
+    streamed; returns (rc, output)."""
     loops = [Loop() for _client in range(4)]
     for loop in loops:
         loop.start()
     try:
-        rc, out = playbook("restart.yml", "-e", "serve_restart_instances=chat-a,chat-b", "--tags", "serve")
+        rc, out = playbook(*args)
     finally:
         for loop in loops:
             loop.stop.set()
             loop.join(60)
-    assert rc == 0, out
     results = [r for loop in loops for r in loop.results]
     lost = [r for r in results if not r[2]]
     assert not lost and len(results) >= 8 and any(r[0] for r in results), (len(results), lost)
+    return rc, out
+
+
+def test_a_rolling_restart_through_the_router_loses_no_request():
+    before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
+    # Two requests in flight on each replica: the drain's first read, a task (about a second) after the drain, finds
+    # one still running.
+    rc, out = under_load("restart.yml", "-e", "serve_restart_instances=chat-a,chat-b", "--tags", "serve")
+    assert rc == 0, out
     # A drain waited for a request that was running on the replica (the engine's vllm:num_requests_running).
     assert re.search(r"idle, \d+ s of 600 s: [1-9]\d* running", out), out
     after = {key: pid(node(key[0]), key[1]) for key in before}
     for key, was in before.items():
         assert (after[key] != was) == (key[1] in ("chat-a", "chat-b")), key
     # One at a time: chat-a back in the router before chat-b was drained.
-    order = [m.group(1).split()[-1].lower() for m in re.finditer(
-        r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
-    assert order == ["drain", "maintenance", "back", "drain", "maintenance", "back"], order
+    assert rolled(out) == ["drain", "maintenance", "back"] * 2, out
     assert replicas() == dict((name, "UP") for name in MODELS)
 
 
@@ -276,33 +282,16 @@ def instances_with(extra):
     return {"ascend_instances": found}
 
 
-def rolled(out):
-    """The rolling steps of a run's output, in order: drain, maintenance, back."""
-    return [m.group(1).split()[-1].lower() for m in re.finditer(
-        r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
-
-
 def test_a_changed_setting_rolls_the_replicas_through_deploy_and_loses_no_request():
     # An environment change of both replicas of qwen (node_env's files): deploy.yml takes them through the router
     # one at a time, as restart.yml does, while clients keep sending; the other instances keep their processes.
     before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
-    loops = [Loop() for _client in range(4)]
-    for loop in loops:
-        loop.start()
-    try:
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
-            json.dump(instances_with({"chat-a": {"extra_env": {"ROLL_MARK": "1"}},
-                                      "chat-b": {"extra_env": {"ROLL_MARK": "1"}}}), handle)
-            handle.flush()
-            rc, out = playbook("deploy.yml", "--tags", "node_env,serve", "-e", "@" + handle.name)
-    finally:
-        for loop in loops:
-            loop.stop.set()
-            loop.join(60)
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
+        json.dump(instances_with({"chat-a": {"extra_env": {"ROLL_MARK": "1"}},
+                                  "chat-b": {"extra_env": {"ROLL_MARK": "1"}}}), handle)
+        handle.flush()
+        rc, out = under_load("deploy.yml", "--tags", "node_env,serve", "-e", "@" + handle.name)
     assert rc == 0, out
-    results = [r for loop in loops for r in loop.results]
-    lost = [r for r in results if not r[2]]
-    assert not lost and len(results) >= 8 and any(r[0] for r in results), (len(results), lost)
     assert rolled(out) == ["drain", "maintenance", "back"] * 2, out
     after = {key: pid(node(key[0]), key[1]) for key in before}
     for key, was in before.items():

@@ -12,7 +12,7 @@ import warnings
 
 from http_call import call
 from serve_checks import DASHBOARD, address_of, empty_dashboard_panels, flags, node, playbook, reboot, request, \
-    router_status
+    rolled, router_status
 
 N1, N2 = "real-n1", "real-n2"
 testinfra_hosts = ["podman://" + N1]
@@ -254,9 +254,7 @@ def test_a_rolling_restart_with_streams_in_flight_loses_none():
     assert re.search(r"idle, \d+ s of 600 s: [1-9]\d* running", out), out[-5000:]
     after = {key: main_pid(*key) for key in before}
     assert [key for key in before if after[key] != before[key]] == [(N2, "chat-b")], (before, after)
-    order = [m.group(1).split()[-1].lower() for m in re.finditer(
-        r"TASK \[ascend\.inference\.serve : (Drain|Put the instance in maintenance|Put the instance back)", out)]
-    assert order == ["drain", "maintenance", "back"], order
+    assert rolled(out) == ["drain", "maintenance", "back"], out
     assert all_up(), replicas()
     # Nothing paged (the scenario's engine_down_for is 10 s, shorter than the restart): Prometheus saw the router
     # hold chat-b in MAINT and its engine down, and AscendEngineDown was never even pending for it. Two scrapes
