@@ -154,8 +154,9 @@ def watchdog_answered(head, seconds, state_file="/run/ascend-watchdog.json"):
 DASHBOARD = os.path.join(PROJECT, "roles", "monitoring", "files", "ascend-inference-dashboard.json")
 
 
-def router_status(host):
-    """{server: status} as the router's runtime API on HOST gives it (HAProxy's show stat, read in the node)."""
+def router_rows(host):
+    """The replicas' rows of HAProxy's show stat on HOST (read in the node through the router's runtime API): each
+    a dict of its columns (svname, status, check_status, check_duration, ...)."""
     text = host.check_output(
         "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/ascend-router/admin.sock'); "
         "s.sendall(b'show stat\\n'); print(s.makefile().read())\"")
@@ -163,8 +164,12 @@ def router_status(host):
     header = lines[0][2:].split(",")
     rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
     # The served models' backends (plan/router.py REPLICA_BACKEND_PREFIX), not the engines' metrics.
-    return dict((row["svname"], row["status"]) for row in rows
-                if row["svname"] not in ("FRONTEND", "BACKEND") and row["pxname"].startswith("model-"))
+    return [row for row in rows if row["svname"] not in ("FRONTEND", "BACKEND") and row["pxname"].startswith("model-")]
+
+
+def router_status(host):
+    """{server: status} as the router on HOST gives it."""
+    return dict((row["svname"], row["status"]) for row in router_rows(host))
 
 
 def empty_dashboard_panels(query):

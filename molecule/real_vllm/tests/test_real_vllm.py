@@ -12,7 +12,7 @@ import warnings
 
 from http_call import call
 from serve_checks import DASHBOARD, address_of, empty_dashboard_panels, flags, node, playbook, reboot, request, \
-    rolled, router_status
+    rolled, router_rows, router_status
 
 N1, N2 = "real-n1", "real-n2"
 testinfra_hosts = ["podman://" + N1]
@@ -214,6 +214,31 @@ class LongStream(threading.Thread):
         self.result = (int(said[-1]) if said else -1, [line[6:] for line in said if line.startswith("data: ")])
 
 
+class StateWatch(threading.Thread):
+    """The router's view of each replica, read about every 2 s until stopped (at most 600 s): the changes of its
+    status and last check, each (seconds since the start, server, status, check status, check duration in ms), for
+    the notes (a replica DOWN during its drain is a slow /health, one after it is back is the restart's)."""
+
+    def __init__(self):
+        super(StateWatch, self).__init__(daemon=True)
+        self.began, self.changes, self.stop = time.time(), [], threading.Event()
+
+    def run(self):
+        last = {}
+        while not self.stop.is_set() and time.time() - self.began < 600:
+            try:
+                rows = router_rows(node(N1))
+            except AssertionError:
+                rows = []
+            for row in rows:
+                seen = (row["status"], row.get("check_status"))
+                if last.get(row["svname"]) != seen:
+                    last[row["svname"]] = seen
+                    self.changes.append((round(time.time() - self.began), row["svname"]) + seen +
+                                        (row.get("check_duration"),))
+            self.stop.wait(2)
+
+
 def main_pid(host, instance):
     return int(node(host).check_output("systemctl show -p MainPID --value %s" % unit(instance)))
 
@@ -234,6 +259,8 @@ def test_a_rolling_restart_with_streams_in_flight_loses_none():
             long_stream.start()
 
     started = time.time()
+    watch = StateWatch()
+    watch.start()
     try:
         rc, out = playbook("restart.yml", "-e", "serve_restart_instances=chat-b", "--tags", "serve",
                            on_line=drain_starts)
@@ -242,6 +269,8 @@ def test_a_rolling_restart_with_streams_in_flight_loses_none():
             loop.stop.set()
             loop.join(120)
         long_stream.join(120)
+        watch.stop.set()
+        watch.join(30)
     took = time.time() - started
     assert rc == 0, out[-5000:]
     results = [r for loop in loops for r in loop.results]
@@ -272,9 +301,10 @@ def test_a_rolling_restart_with_streams_in_flight_loses_none():
     # Pending for a scrape or a check: two real engines on two cores answer late at times (not the restart's doing;
     # reported for the notes).
     pending = query('max_over_time(ALERTS{alertname=~"AscendEngine.*"}[%s])' % window)
-    warnings.warn("rolling restart of a real replica: %.0f s, %d streams, none lost; pending alerts: %s" % (
-        took, len(results), sorted((r["metric"]["alertname"], r["metric"].get("server") or r["metric"]["instance"])
-                                   for r in pending) or "none"))
+    warnings.warn("rolling restart of a real replica: %.0f s, %d streams, none lost; pending alerts: %s; the "
+                  "router's states: %s" % (
+                      took, len(results), sorted((r["metric"]["alertname"], r["metric"].get("server") or
+                                                  r["metric"]["instance"]) for r in pending) or "none", watch.changes))
 
 
 def back(seconds):
