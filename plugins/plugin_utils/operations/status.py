@@ -277,7 +277,7 @@ def report(node, settings):
                  for host in set(hosts) | set(plan["cluster"]["node_order"]))
     problems = reports.status_problems(plan, hosts, found)
     lines, watched = watchdog_report(plan, found)
-    routed, router_problems = router_report(plan, hosts, lambda host: found.get(host))
+    routed, router_problems = router_report(plan, hosts, found.get)
     problems = "\n".join(([problems] if problems else []) + watched + router_problems)
     table = "\n".join([reports.status_table(plan, hosts, found)] + lines + routed + [
         load_line(monitoring_plan.SINGLE, found, recent, address)])
