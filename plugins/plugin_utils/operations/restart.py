@@ -73,13 +73,28 @@ SINGLE_REPLICA = ("instance %s is the only replica of %s behind the router: its 
                   "restarts (another instance with the same served_model_name would take them)")
 
 
+SINGLE_MODEL = ("the model's serve %s in place on %s (its command or environment changed): it is its only replica, "
+                "so its clients get no answer meanwhile. Two instances of it in ascend_instances behind the router "
+                "restart one at a time instead")
+
+
 def changed(node, settings):
     """Once for the play, after the serve phase: the replicas behind the router that run on files changed by this
     run (the serve phase's own, or an earlier phase's such as node_env's) or on files older than those on the node
     (a run that stopped before it restarted them), in name order, for serve's rolling.yml. A replica whose unit
-    started in this run runs its files already. In --check, the ones that would be: named, not restarted."""
+    started in this run runs its files already. In --check, the ones that would be: named, not restarted. The single
+    model restarted in place (its only replica): a warning says where."""
     plan = node.plan
-    if not per_instance.is_fleet(plan) or not plan.get("router"):
+    if not per_instance.is_fleet(plan):
+        # One model, one replica: its serve restarted in place where its files changed (node_env's or serve's step).
+        unit = plan["cluster"]["units"]["serve"]
+        restarted = sorted(set(host for host in node.play_hosts() for phase_name in ("node_env", "serve")
+                               for step in (node.applied(phase_name, host=host) or {}).get("steps") or []
+                               if step["unit"] == unit and step["action"] in ("restart", "try-restart")))
+        verb = "would restart" if node.check_mode else "restarted"
+        warnings = [SINGLE_MODEL % (verb, ", ".join(restarted))] if restarted else []
+        return {"apply": None, "record": None, "warnings": warnings, "result": {"rolling": []}}
+    if not plan.get("router"):
         return {"apply": None, "record": None, "result": {"rolling": []}}
     due = set()
     for host in node.play_hosts():

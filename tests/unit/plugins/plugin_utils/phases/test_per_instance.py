@@ -770,3 +770,14 @@ def test_a_changed_replica_behind_the_router_rolls_and_one_alone_is_named():
 INSTANCES_TWICE = {"chat-a": {"hosts": ["h"], "npus_per_host": 1, "served_model_name": "chat"},
                    "chat-b": {"hosts": ["w"], "npus_per_host": 1, "served_model_name": "chat"},
                    "embed": {"hosts": ["h"], "npus_per_host": 2, "model": "/models/e"}}
+
+
+def test_the_single_model_restarted_in_place_is_named():
+    plan = {"cluster": {"units": dict(unit_names.SINGLE)}}
+    restarted = {"h": {"node_env": {"steps": [{"unit": "ascend-serve.service", "action": "try-restart"}]}},
+                 "w": {"serve": {"steps": [{"unit": "ascend-serve.service", "action": "restart"}]}}}
+    found = phase_restart.changed(FakeNode("h", plan, applied=restarted), {})
+    assert found["result"] == {"rolling": []}
+    assert found["warnings"] == [phase_restart.SINGLE_MODEL % ("restarted", "h, w")]
+    started = {"h": {"serve": {"steps": [{"unit": "ascend-serve.service", "action": "start"}]}}}
+    assert phase_restart.changed(FakeNode("h", plan, applied=started), {})["warnings"] == []
