@@ -111,7 +111,9 @@ def desired(node, settings):
                         "requires": [{"argv": [settings["program"], "-vv"], "minimum": OLDEST,
                                       "version_pattern": r"HAProxy version ([0-9.]+)",
                                       "contains": ["prometheus-exporter"], "fix": FIX}],
-                        "directories": [{"path": where["directory"], "mode": "0755"}], "files": files,
+                        # The configuration directory too: in container mode nothing else makes it on the host.
+                        "directories": [{"path": plan["cluster"]["config_dir"]},
+                                        {"path": where["directory"], "mode": "0755"}], "files": files,
                         "secrets": secrets, "units": [unit],
                         "answers": [{"label": "the router's /health", "timeout": HEALTH_TIMEOUT,
                                      "url": "%s://127.0.0.1:%d/health" % (scheme, router["port"])}]},

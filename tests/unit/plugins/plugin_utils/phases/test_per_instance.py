@@ -260,6 +260,8 @@ def test_the_router_routes_each_served_name_and_keeps_the_keys_in_0600_files():
     accepted(state)
     files = dict((spec["path"], spec) for spec in state["files"])
     directory = "/etc/ascend-inference/router"
+    # Its parent first: in container mode no other phase makes the configuration directory on the host.
+    assert [d["path"] for d in state["directories"]] == ["/etc/ascend-inference", directory]
     assert files[directory + "/models.map"]["content"] == "qwen model-chat\n/models/e model-embed\n"
     assert '"id": "qwen"' in files[directory + "/models.json"]["content"]
     for secret in ("/clients.keys", "/router.env"):
