@@ -250,12 +250,14 @@ def test_a_rolling_restart_with_streams_in_flight_loses_none():
     loops = [Streams() for _client in range(2)]
     for loop in loops:
         loop.start()
-    # A long stream on chat-b's own port, begun as its drain begins: the drain must wait for it, whatever the
-    # router's streams happen to be doing at that moment (they are short, and leastconn may send none to chat-b).
+    # A long stream on chat-b's own port, begun a few tasks before its drain (as restart.yml chooses the instances to
+    # roll): the drain must wait for it, whatever the router's streams happen to be doing at that moment (they are
+    # short, and leastconn may send none to chat-b). Begun at the drain itself, under CI's load it was not running
+    # yet when the drain first read the engine's metrics.
     long_stream = LongStream(*REPLICAS["chat-b"])
 
     def drain_starts(line):
-        if "TASK [ascend.inference.serve : Drain" in line and not long_stream.is_alive():
+        if "TASK [ascend.inference.serve : Choose the instances to restart" in line and not long_stream.is_alive():
             long_stream.start()
 
     started = time.time()
