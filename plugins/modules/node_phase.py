@@ -50,8 +50,8 @@ options:
       - V(ray_install) - Ray in the engine's Python environment where the preflight did not find it (host mode).
       - V(ray_token) - reads each node's Ray token, and draws one the cluster may need (run with C(no_log)).
       - V(ray), V(serve) - the processes, on the host or in the engine container; V(serve_group) - after V(serve),
-        the other nodes of an mp data-parallel group that spans nodes restarted where V(serve) restarted some of them;
-        V(serve_changed), once - the replicas behind the router whose files changed, to restart one at a time.
+        the other nodes of an mp data-parallel group that spans nodes restarted where V(serve) restarted some of them,
+        and the replicas behind the router whose files changed, to restart one at a time (RV(rolling)).
       - V(router) - the endpoint in front of the instances (HAProxy) on the plan's router hosts.
       - V(ray_restart), V(serve_restart) - restart.yml's phases (V(serve_rolling), once - the instances to restart one
         at a time behind the router); V(teardown) - every service stopped and disabled; V(remove_node) - on the node
@@ -66,8 +66,8 @@ options:
     required: true
     choices: [cann_stage, firewall, hostnames, model_hub, model_schedule, model_settings, monitoring, node_env,
               node_env_ray, npu_exporter, npu_ping, npu_query, npu_report, preflight, pyacl, ray, ray_install,
-              ray_restart, ray_token, remove_node, router, serve, serve_changed, serve_group, serve_restart,
-              serve_rolling, status, status_report, teardown]
+              ray_restart, ray_token, remove_node, router, serve, serve_group, serve_restart, serve_rolling, status,
+              status_report, teardown]
   settings:
     description: The role's variables the phase reads (each role's C(tasks/main.yml) passes them).
     type: dict
@@ -97,9 +97,9 @@ steps:
   type: list
   elements: dict
 rolling:
-  description: With V(serve_rolling) or V(serve_changed), the instances to restart one at a time behind the router, in
+  description: With V(serve_rolling) or V(serve_group), the instances to restart one at a time behind the router, in
     order.
-  returned: with V(serve_rolling) or V(serve_changed)
+  returned: with V(serve_rolling) or V(serve_group)
   type: list
   elements: str
 ansible_facts:

@@ -164,4 +164,9 @@ def serve_group(node, settings):
         if any(started.values()) and not started[node.host]:
             backends.merge(state, _restart(view, "serve"))
             restarted.append(name or unit)
-    return {"apply": state if restarted else None, "record": {"restarted": restarted}}
+    # And the replicas behind the router to restart one at a time afterwards (the same list on every host, for
+    # rolling.yml's loop; its warnings said once, by the play's first host).
+    due = changed(node, settings)
+    warnings = (due.get("warnings") or []) if node.host == node.play_hosts()[0] else []
+    return {"apply": state if restarted else None, "record": {"restarted": restarted}, "result": due["result"],
+            "warnings": warnings}

@@ -34,7 +34,6 @@ ROLE_PHASES = {
     "ray": (per_instance.ray, ray.SETTINGS),
     "serve": (per_instance.serve, serve.SETTINGS),
     "serve_group": (restart.serve_group, {}),
-    "serve_changed": (restart.changed, {}),
     "router": (router.desired, router.SETTINGS),
     "npu_exporter": (npu_exporter.desired, npu_exporter.SETTINGS),
     "monitoring": (monitoring.desired, monitoring.SETTINGS),

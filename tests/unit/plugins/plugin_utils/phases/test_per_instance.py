@@ -783,3 +783,14 @@ def test_the_single_model_restarted_in_place_is_named():
     assert found["warnings"] == [phase_restart.SINGLE_MODEL % ("restarted", "h, w")]
     started = {"h": {"serve": {"steps": [{"unit": "ascend-serve.service", "action": "start"}]}}}
     assert phase_restart.changed(FakeNode("h", plan, applied=started), {})["warnings"] == []
+
+
+def test_serve_group_names_the_changed_replicas_and_warns_once():
+    plan = make_plan(INSTANCES_TWICE)
+    records = {"h": {"serve": {"changed_paths": ["/etc/ascend-inference/serve-embed.env"], "steps": [],
+                               "rolled": {"embed": {"unit": "ascend-serve-embed.service",
+                                                    "paths": ["/etc/ascend-inference/serve-embed.env"]}}}}}
+    first = phase_restart.serve_group(FakeNode("h", plan, applied=records), {})
+    second = phase_restart.serve_group(FakeNode("w", plan, applied=records), {})
+    assert first["result"] == second["result"] == {"rolling": ["embed"]}
+    assert first["warnings"] == [phase_restart.SINGLE_REPLICA % ("embed", "/models/e")] and second["warnings"] == []
