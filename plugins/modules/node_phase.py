@@ -51,7 +51,7 @@ options:
       - V(ray_token) - reads each node's Ray token, and draws one the cluster may need (run with C(no_log)).
       - V(ray), V(serve) - the processes, on the host or in the engine container; V(serve_group) - after V(serve),
         the other nodes of an mp data-parallel group that spans nodes restarted where V(serve) restarted some of them,
-        and the replicas behind the router whose files changed, to restart one at a time (RV(rolling)).
+        and the replicas behind the router whose files changed, to restart one at a time (returned as C(rolling)).
       - V(router) - the endpoint in front of the instances (HAProxy) on the plan's router hosts.
       - V(ray_restart), V(serve_restart) - restart.yml's phases (V(serve_rolling), once - the instances to restart one
         at a time behind the router); V(teardown) - every service stopped and disabled; V(remove_node) - on the node
