@@ -79,8 +79,9 @@ SINGLE_MODEL = ("the model's serve %s in place on %s (its command or environment
 
 
 def changed(node, settings):
-    """Once for the play, after the serve phase: the replicas behind the router that run on files changed by this
-    run (the serve phase's own, or an earlier phase's such as node_env's) or on files older than those on the node
+    """After the serve phase (serve_group's, alike on every host): the replicas behind the router that run on files
+    changed by this run (the serve phase's own, or an earlier phase's such as node_env's) or on files older than those
+    on the node
     (a run that stopped before it restarted them), in name order, for serve's rolling.yml. A replica whose unit
     started in this run runs its files already. In --check, the ones that would be: named, not restarted. The single
     model restarted in place (its only replica): a warning says where."""
@@ -88,9 +89,9 @@ def changed(node, settings):
     if not per_instance.is_fleet(plan):
         # One model, one replica: its serve restarted in place where its files changed (node_env's or serve's step).
         unit = plan["cluster"]["units"]["serve"]
-        restarted = sorted(set(host for host in node.play_hosts() for phase_name in ("node_env", "serve")
-                               for step in (node.applied(phase_name, host=host) or {}).get("steps") or []
-                               if step["unit"] == unit and step["action"] in ("restart", "try-restart")))
+        restarted = [host for host in node.play_hosts() if any(
+            phase.stepped(node.applied(name, host=host) or {}, unit, ("restart", "try-restart"))
+            for name in ("node_env", "serve"))]
         verb = "would restart" if node.check_mode else "restarted"
         warnings = [SINGLE_MODEL % (verb, ", ".join(restarted))] if restarted else []
         return {"apply": None, "record": None, "warnings": warnings, "result": {"rolling": []}}
