@@ -81,8 +81,7 @@ SINGLE_MODEL = ("the model's serve %s in place on %s (its command or environment
 def changed(node, settings):
     """After the serve phase (serve_group's, alike on every host): the replicas behind the router that run on files
     changed by this run (the serve phase's own, or an earlier phase's such as node_env's) or on files older than those
-    on the node
-    (a run that stopped before it restarted them), in name order, for serve's rolling.yml. A replica whose unit
+    on the node (a run that stopped before it restarted them), in name order, for serve's rolling.yml. A replica whose unit
     started in this run runs its files already. In --check, the ones that would be: named, not restarted. The single
     model restarted in place (its only replica): a warning says where."""
     plan = node.plan

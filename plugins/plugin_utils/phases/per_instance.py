@@ -44,6 +44,11 @@ def is_fleet(plan):
     return "instances" in plan
 
 
+def router_servers(plan):
+    """The instances the router balances (rolled one at a time, never restarted in place by a phase)."""
+    return set((plan.get("router") or {}).get("backend_of") or {})
+
+
 def views(node):
     """(name, view) of every instance of the plan, in name order."""
     plan = node.plan
@@ -83,7 +88,7 @@ def serve(node, settings):
     results, record, wanted, env_files = [], {}, [], []
     # A replica behind the router is not restarted here when its files change: restart.changed picks it (or one
     # that runs older files, however they changed) and serve's rolling.yml restarts it one at a time, drained.
-    servers = set(((node.plan.get("router") or {}).get("backend_of") or {}))
+    servers = router_servers(node.plan)
     rolled = {}
     for name, view in views(node):
         # The instance's own environment files (node_env wrote them from the same plan).
@@ -221,7 +226,7 @@ def node_env(node, settings):
         return result
     results, wanted = [], []
     # A replica behind the router restarts in the serve phase instead, one at a time (restart.changed finds it).
-    servers = set(((node.plan.get("router") or {}).get("backend_of") or {}))
+    servers = router_servers(node.plan)
     for name, view in views(node):
         cluster = view.plan["cluster"]
         if node.host not in view.plan["nodes"]:
