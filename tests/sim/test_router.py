@@ -7,6 +7,7 @@ The drain goes through the collection's own router_server module functions (HAPr
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -94,7 +95,8 @@ def router(sim, tmp_path):  # noqa: F811 (the fixture imported above)
             "monitoring": {"engine_metrics": [{"path": "/engines/%s/r1/metrics" % name, "address": "127.0.0.1",
                                                "port": ports[name]} for name in ("a1", "big")]}}
     settings = {"package": "haproxy", "program": HAPROXY, "maxconn": 200, "buffer_bytes": 65536, "timeout_seconds": 60,
-                "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "tls_certificate": ""}
+                "check_interval_ms": 300, "check_fall": 2, "check_rise": 1, "check_timeout_ms": 2000,
+                "tls_certificate": ""}
     state = phase_router.desired(Node(plan, {"ascend_api_key": ENGINE_KEY, "router_client_keys": [CLIENT_KEY]},
                                       render), settings)["apply"]
     for directory in state["directories"]:
@@ -280,6 +282,30 @@ def test_a_drained_replica_finishes_its_stream_and_takes_no_new_request(router):
     assert success_count(router.engine_ports[busy[0]]) == before + 1
     assert success_count(router.engine_ports[idle]) >= 4
     assert router_status(router, busy[0]) == "DRAIN"
+
+
+def test_a_drained_replica_that_answers_late_is_not_taken_for_down(router):
+    """A real vLLM 0.32 on two cores, drained and busy with a long stream, answered /health in over 500 ms
+    (molecule/real_vllm). A check waits check_timeout_ms (2 s here) for the answer, not the 300 ms interval: the
+    replica stays DRAIN, never DOWN (HAProxy's exporter shows a drained replica whose checks fail as DOWN, which
+    AscendEngineNotReady reads)."""
+    assert router.set_state("model-a1", "a2", "drain").strip() == ""
+    engine = router.engines["a2"]
+    seen = set()
+    # Stopped for four check intervals: every check meanwhile is answered once it runs again, 1.2 s late.
+    os.kill(engine.pid, signal.SIGSTOP)
+    try:
+        deadline = time.time() + 1.2
+        while time.time() < deadline:
+            seen.add(router_status(router, "a2"))
+            time.sleep(0.1)
+    finally:
+        os.kill(engine.pid, signal.SIGCONT)
+    deadline = time.time() + 2
+    while time.time() < deadline:
+        seen.add(router_status(router, "a2"))
+        time.sleep(0.1)
+    assert seen == {"DRAIN"}, seen
 
 
 def running(port):

@@ -18,7 +18,8 @@ from ansible_collections.ascend.inference.plugins.module_utils.plan.router impor
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import unit_names
 
 SETTINGS = {"package": "str", "program": "str", "maxconn": "int", "buffer_bytes": "int", "timeout_seconds": "int",
-            "check_interval_ms": "int", "check_fall": "int", "check_rise": "int", "tls_certificate": "str"}
+            "check_interval_ms": "int", "check_fall": "int", "check_rise": "int", "check_timeout_ms": "int",
+            "tls_certificate": "str"}
 # The configuration reads the model with json_query (HAProxy 2.6 is the oldest tested) and serves metrics with the
 # prometheus-exporter service, which a distribution may build without.
 OLDEST = "2.6"
@@ -65,8 +66,8 @@ def models_answer(router):
 
 def desired(node, settings):
     """settings: package (the distribution's, installed where program is missing), program (the haproxy binary),
-    maxconn, buffer_bytes, timeout_seconds, check_interval_ms, check_fall, check_rise, tls_certificate (a PEM on the
-    node, or None: plain HTTP)."""
+    maxconn, buffer_bytes, timeout_seconds, check_interval_ms, check_fall, check_rise, check_timeout_ms,
+    tls_certificate (a PEM on the node, or None: plain HTTP)."""
     plan = node.plan
     router = plan.get("router")
     where = paths(plan)

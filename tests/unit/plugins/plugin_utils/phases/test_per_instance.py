@@ -249,7 +249,8 @@ def test_with_a_router_only_its_port_is_open_and_only_on_its_hosts():
 
 
 ROUTER = {"package": "haproxy", "program": "/usr/sbin/haproxy", "maxconn": 100, "buffer_bytes": 65536, "timeout_seconds": 600,
-          "check_interval_ms": 2000, "check_fall": 3, "check_rise": 2, "tls_certificate": ""}
+          "check_interval_ms": 2000, "check_fall": 3, "check_rise": 2, "check_timeout_ms": 5000,
+          "tls_certificate": ""}
 
 
 def test_the_router_routes_each_served_name_and_keeps_the_keys_in_0600_files():
