@@ -5,12 +5,16 @@ import math
 import os
 import re
 import subprocess
+import sys
 import time
 
 import testinfra
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
+sys.path.insert(0, os.path.join(PROJECT, "collections"))
+# The served models' backends are named by the plan's prefix, not spelled here again.
+from ansible_collections.ascend.inference.plugins.module_utils.plan.router import REPLICA_BACKEND_PREFIX  # noqa: E402
 PORT = 8000
 
 
@@ -163,8 +167,9 @@ def router_rows(host):
     lines = [line for line in text.splitlines() if line.strip()]
     header = lines[0][2:].split(",")
     rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
-    # The served models' backends (plan/router.py REPLICA_BACKEND_PREFIX), not the engines' metrics.
-    return [row for row in rows if row["svname"] not in ("FRONTEND", "BACKEND") and row["pxname"].startswith("model-")]
+    # The served models' backends, not the engines' metrics.
+    return [row for row in rows
+            if row["svname"] not in ("FRONTEND", "BACKEND") and row["pxname"].startswith(REPLICA_BACKEND_PREFIX)]
 
 
 def router_status(host):

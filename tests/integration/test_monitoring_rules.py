@@ -13,11 +13,15 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import REPO
 
 PROMTOOL = os.environ.get("ASCEND_TEST_PROMTOOL") or os.path.join(
     REPO, ".cache", "prometheus", "usr", "bin", "promtool")
+# Prometheus' scrape interval as the monitoring role sets it by default.
+with open(os.path.join(REPO, "roles", "monitoring", "defaults", "main.yml")) as _defaults:
+    SCRAPE = yaml.safe_load(_defaults)["monitoring_scrape_interval"]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +81,7 @@ def test_the_configuration_targets_and_rules_pass_promtool(tmp_path, collection)
 def test_a_broken_rule_is_what_promtool_refuses(tmp_path, collection):
     """The check can fail: a rule with a bad expression is refused."""
     _instances, _plan, rules, _phase = collection
-    text = rules.render().replace("npu_chip_info_health_status != 1", "npu_chip_info_health_status !=")
+    text = rules.render(None, SCRAPE).replace("npu_chip_info_health_status != 1", "npu_chip_info_health_status !=")
     (tmp_path / "bad.yml").write_text(text)
     checked = promtool("check", "rules", str(tmp_path / "bad.yml"))
     assert checked.returncode != 0 and "AscendNPUUnhealthy" in checked.stdout + checked.stderr
@@ -101,7 +105,7 @@ def engine_labels(instance, node):
 def annotations(rules, alert, labels, value):
     """The alert's annotations as Prometheus expands them for LABELS and VALUE (the few template forms the rules
     use)."""
-    rule = next(r for group in rules.groups() for r in group["rules"] if r.get("alert") == alert)
+    rule = next(r for group in rules.groups(None, SCRAPE) for r in group["rules"] if r.get("alert") == alert)
     found = {}
     for key, text in rule["annotations"].items():
         for name, label in labels.items():
@@ -117,7 +121,7 @@ def alert_case(rules, alert, eval_time, firing):
     """[(labels, value)] firing at EVAL_TIME -> promtool's alert_rule_test entry."""
     exp = []
     for labels, value in firing:
-        severity = next(r for g in rules.groups() for r in g["rules"] if r.get("alert") == alert)["labels"]
+        severity = next(r for g in rules.groups(None, SCRAPE) for r in g["rules"] if r.get("alert") == alert)["labels"]
         exp.append({"exp_labels": dict(labels, **severity),
                     "exp_annotations": annotations(rules, alert, labels, value)})
     return {"eval_time": eval_time, "alertname": alert, "exp_alerts": exp}
@@ -125,7 +129,7 @@ def alert_case(rules, alert, eval_time, firing):
 
 def test_each_alert_fires_where_it_must_and_not_elsewhere(tmp_path, collection):
     _instances, _plan, rules, _phase = collection
-    (tmp_path / "rules.yml").write_text(rules.render())
+    (tmp_path / "rules.yml").write_text(rules.render(None, SCRAPE))
     chat_down = dict(engine_labels("chat", "n1"), job="ascend-engine")
     unhealthy, link_down = npu_labels("n2", "3"), npu_labels("n3", "5")
     replica = {"job": "ascend-router", "instance": "router", "role": "router", "node": "n1", "proxy": "model-chat",
@@ -212,7 +216,7 @@ def test_each_alert_fires_where_it_must_and_not_elsewhere(tmp_path, collection):
     done = promtool("test", "rules", "tests.yml", cwd=str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     # Every alert of the rule file has a firing and a silent case.
-    names = set(r["alert"] for g in rules.groups() for r in g["rules"] if "alert" in r)
+    names = set(r["alert"] for g in rules.groups(None, SCRAPE) for r in g["rules"] if "alert" in r)
     tested = [c for t in tests["tests"] for c in t["alert_rule_test"]]
     assert names == set(c["alertname"] for c in tested if c["exp_alerts"]) == set(
         c["alertname"] for c in tested if not c["exp_alerts"])

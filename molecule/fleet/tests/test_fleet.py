@@ -1,6 +1,6 @@
 """Several instances on three nodes (ascend_instances): each on its own NPUs, ports and HCCL range, with its own
 units and environment; completions by model on each instance's port and through the router (HAProxy on fleet-n1);
-a killed replica ejected; a rolling restart under a request loop; status, restart and removal per instance; a
+a killed replica ejected; a changed setting rolled under a request loop; status, restart and removal per instance; a
 prefill pool (fleet-n2) and a decode pool (fleet-n3) joined by the KV connector behind vllm-ascend's own proxy.
 
 The serve double refuses an NPU or an HCCL port another engine holds (tests/sim/doubles/vllm_sim.py, claim_npus):
@@ -258,22 +258,6 @@ def under_load(*args):
     return rc, out
 
 
-def test_a_rolling_restart_through_the_router_loses_no_request():
-    before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
-    # Two requests in flight on each replica: the drain's first read, a task (about a second) after the drain, finds
-    # one still running.
-    rc, out = under_load("restart.yml", "-e", "serve_restart_instances=chat-a,chat-b", "--tags", "serve")
-    assert rc == 0, out
-    # A drain waited for a request that was running on the replica (the engine's vllm:num_requests_running).
-    assert re.search(r"idle, \d+ s of 600 s: [1-9]\d* running", out), out
-    after = {key: pid(node(key[0]), key[1]) for key in before}
-    for key, was in before.items():
-        assert (after[key] != was) == (key[1] in ("chat-a", "chat-b")), key
-    # One at a time: chat-a back in the router before chat-b was drained.
-    assert rolled(out) == ["drain", "maintenance", "back"] * 2, out
-    assert replicas() == dict((name, "UP") for name in MODELS)
-
-
 def instances_with(extra):
     """The scenario's ascend_instances with EXTRA ({instance: {variable: value}}) set on those instances."""
     found = copy.deepcopy(testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_variables(N1)["ascend_instances"])
@@ -284,7 +268,8 @@ def instances_with(extra):
 
 def test_a_changed_setting_rolls_the_replicas_through_deploy_and_loses_no_request():
     # An environment change of both replicas of qwen (node_env's files): deploy.yml takes them through the router
-    # one at a time, as restart.yml does, while clients keep sending; the other instances keep their processes.
+    # one at a time, as restart.yml does (real_vllm runs restart.yml on a real engine), while clients keep sending;
+    # the other instances keep their processes.
     before = {(name, i): pid(node(name), i) for name, instances in EXPECTED.items() for i in instances}
     with tempfile.NamedTemporaryFile("w", suffix=".json") as handle:
         json.dump(instances_with({"chat-a": {"extra_env": {"ROLL_MARK": "1"}},
@@ -292,6 +277,9 @@ def test_a_changed_setting_rolls_the_replicas_through_deploy_and_loses_no_reques
         handle.flush()
         rc, out = under_load("deploy.yml", "--tags", "node_env,serve", "-e", "@" + handle.name)
     assert rc == 0, out
+    # A drain waited for a request that was running on the replica (the engine's vllm:num_requests_running).
+    assert re.search(r"idle, \d+ s of 600 s: [1-9]\d* running", out), out
+    # One at a time: chat-a back in the router before chat-b was drained.
     assert rolled(out) == ["drain", "maintenance", "back"] * 2, out
     after = {key: pid(node(key[0]), key[1]) for key in before}
     for key, was in before.items():

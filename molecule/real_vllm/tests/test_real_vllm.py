@@ -198,15 +198,16 @@ class Streams(threading.Thread):
 
 
 class LongStream(threading.Thread):
-    """One streamed completion of 800 tokens (1900 took 26 s on an idle cluster here) straight to a replica's
-    engine, sent from real-n1: the engines' API ports are members-only. result: (status, its data lines)."""
+    """One streamed completion of 560 tokens straight to a replica's engine (1900 took 26 s on an idle cluster here;
+    during the rolling restart a drain waited 56 s and 125 s for one of 800), sent from real-n1: the engines' API
+    ports are members-only. result: (status, its data lines)."""
 
     def __init__(self, host, port):
         super(LongStream, self).__init__(daemon=True)
         self.url, self.result = "http://%s:%d/v1/completions" % (address_of(node(host)), port), None
 
     def run(self):
-        body = json.dumps({"model": MODEL, "prompt": "I am", "max_tokens": 800, "stream": True, "ignore_eos": True,
+        body = json.dumps({"model": MODEL, "prompt": "I am", "max_tokens": 560, "stream": True, "ignore_eos": True,
                            "temperature": 0})
         said = node(N1).run("curl -sN --max-time 300 -w '\n%%{http_code}' -H %s -H %s -d %s %s" % (
             shlex.quote("Authorization: Bearer " + KEY), shlex.quote("Content-Type: application/json"),

@@ -55,7 +55,6 @@ def settings_of(given):
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 # Prometheus' durations (model.ParseDuration): a number and a unit, one or several.
 DURATION_PART = r"([0-9]+)(%s)" % "|".join(UNITS)
-DEFAULT_SCRAPE_INTERVAL = "15s"
 
 
 def seconds(duration):
@@ -77,8 +76,9 @@ def in_maintenance(window):
             '== 1, "instance", "$1", "server", "(.+)")' % (JOBS["router"], window))
 
 
-def groups(given=None, scrape_interval=DEFAULT_SCRAPE_INTERVAL):
-    """The rule file's group: the recording rules, then the alerts."""
+def groups(given, scrape_interval):
+    """The rule file's group: the recording rules, then the alerts. given: the thresholds set (None: the defaults);
+    scrape_interval: Prometheus' (monitoring_scrape_interval), which sets how long a maintenance is remembered."""
     t = settings_of(given)
     engine, npu = JOBS["engines"], JOBS["npu"]
     ttft = "histogram_quantile(0.95, sum by (%s, le) (rate(vllm:time_to_first_token_seconds_bucket[%s])))" % (
@@ -151,7 +151,7 @@ def _alert(name, expr, duration, severity, summary, description):
             "annotations": {"summary": summary, "description": description}}
 
 
-def render(given=None, scrape_interval=DEFAULT_SCRAPE_INTERVAL):
+def render(given, scrape_interval):
     """The rule file's text: YAML, each scalar written as a JSON string or number (valid YAML)."""
     return "# Written by ascend.inference (monitoring role); changes are replaced.\n" + _yaml(
         {"groups": groups(given, scrape_interval)}, 0) + "\n"

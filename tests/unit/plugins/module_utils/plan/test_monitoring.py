@@ -189,7 +189,7 @@ def test_the_names_differ_as_the_issue_says():
 
 
 def test_alerts_name_node_instance_and_npu_and_take_their_thresholds():
-    groups = monitoring_rules.groups({"kv_cache_ratio": 0.5, "kv_cache_for": "30s", "engine_down_for": None})
+    groups = monitoring_rules.groups({"kv_cache_ratio": 0.5, "kv_cache_for": "30s", "engine_down_for": None}, "15s")
     alerts = dict((rule["alert"], rule) for rule in groups[0]["rules"] if "alert" in rule)
     assert sorted(alerts) == ["AscendEngineDown", "AscendEngineNotReady", "AscendKVCacheFull", "AscendNPUExporterDown",
                               "AscendNPULinkDown", "AscendNPUUnhealthy", "AscendRequestsPiling",
@@ -210,7 +210,7 @@ def test_an_engine_in_maintenance_is_left_out_for_three_scrapes_after():
     runs the rule on the states HAProxy gives: tests/integration/test_monitoring_rules.py)."""
     assert [monitoring_rules.maintenance_window(i) for i in ("2s", "15s", "1m", "1m30s")] == [
         "30s", "45s", "180s", "270s"]
-    expr = dict((r["alert"], r["expr"]) for r in monitoring_rules.groups(scrape_interval="20s")[0]["rules"]
+    expr = dict((r["alert"], r["expr"]) for r in monitoring_rules.groups(None, "20s")[0]["rules"]
                 if "alert" in r)["AscendEngineDown"]
     assert expr == ('up{job="ascend-engine"} == 0 unless on (instance) label_replace(max by (server) (max_over_time('
                     'haproxy_server_status{job="ascend-router", state="MAINT"}[60s])) == 1, "instance", "$1", '
@@ -219,8 +219,8 @@ def test_an_engine_in_maintenance_is_left_out_for_three_scrapes_after():
 
 def test_the_rule_file_is_yaml_of_the_same_rules():
     yaml = pytest.importorskip("yaml")
-    assert yaml.safe_load(monitoring_rules.render({"ttft_p95_seconds": 2})) == {
-        "groups": monitoring_rules.groups({"ttft_p95_seconds": 2})}
+    assert yaml.safe_load(monitoring_rules.render({"ttft_p95_seconds": 2}, "15s")) == {
+        "groups": monitoring_rules.groups({"ttft_p95_seconds": 2}, "15s")}
 
 
 def test_bad_thresholds_are_refused_naming_the_variable_and_host():
