@@ -13,6 +13,7 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible.utils.vars import load_extra_vars
 from ansible_collections.ascend.inference.plugins.module_utils.node import etc_hosts
 from ansible_collections.ascend.inference.plugins.module_utils.plan import (
     input_rules, nodes as plan_nodes, preflight_checks, reports)
@@ -111,6 +112,12 @@ class ActionModule(ActionBase):
         if problem:
             return problem
         hosts = list(task_vars.get("ansible_play_hosts_all") or groups["ascend_cluster"])
+        # A misspelt name first: it is often why a required one is missing. The -e variables as given (parsed once by
+        # ansible-playbook, cached).
+        found = inventory.unknown_problems(hostvars, hosts, load_extra_vars(self._loader)) + \
+            inventory.required_problems(hostvars, hosts)
+        if found:
+            return "\n- ".join(["the inventory's variables:"] + found)
         found = inventory.api_key_problems(hostvars, hosts)
         if found:
             return "\n".join(found)

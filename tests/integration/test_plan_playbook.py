@@ -168,3 +168,31 @@ def test_wrong_types_fail_once_naming_variables_and_hosts(run_plan, tmp_path):
     # One failure, before the role's argument spec (no spec dump) and no follow-on "undefined" on other hosts.
     assert proc.stdout.count("FAILED!") == 1 and "argument_spec_data" not in proc.stdout
     assert "is undefined" not in proc.stdout + proc.stderr
+
+
+def test_a_misspelt_variable_is_refused_not_ignored(run_plan, tmp_path):
+    # A new user's typo planned TP 1 and left 14 of 16 NPUs idle (issue 61); -e without the prefix was ignored too.
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_tensor_paralel_size=4))
+    proc, plans = run_plan(inventory, "-e", "pipeline_parallel_size=2")
+    assert proc.returncode != 0 and plans == {}
+    assert ("ascend_tensor_paralel_size on hosts node1, node2 is not a variable of this collection: did you mean "
+            "ascend_tensor_parallel_size?" in proc.stdout), proc.stdout[-3000:]
+    assert ("-e pipeline_parallel_size is not a variable of this collection: did you mean "
+            "ascend_pipeline_parallel_size?" in proc.stdout), proc.stdout[-3000:]
+    # Claimed as the user's own: planned.
+    inventory = write_inventory(tmp_path / "hosts.yml", dict(
+        BASE, ascend_tensor_paralel_size=4, ascend_own_variables="[ascend_tensor_paralel_size]"))
+    proc, plans = run_plan(inventory)
+    assert proc.returncode == 0 and set(plans) == {"node1", "node2"}, proc.stdout[-3000:]
+
+
+def test_a_misspelt_required_variable_is_named_without_a_template_error(run_plan, tmp_path):
+    cluster = dict(BASE, ascend_modle=BASE["ascend_model"])
+    del cluster["ascend_model"]
+    proc, plans = run_plan(write_inventory(tmp_path / "hosts.yml", cluster))
+    assert proc.returncode != 0 and plans == {}
+    assert "ascend_modle on hosts node1, node2 is not a variable of this collection: did you mean ascend_model?" \
+        in proc.stdout, proc.stdout[-3000:]
+    assert "ascend_model is not set for hosts node1, node2: set it for the whole cluster in " \
+        "group_vars/ascend_cluster.yml" in proc.stdout
+    assert "is undefined" not in proc.stdout + proc.stderr and proc.stdout.count("FAILED!") == 1

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""The inventory type check covers every role's variables, named once with their hosts."""
+"""The inventory type check covers every role's variables, named once with their hosts; an ascend_ variable the
+collection does not know is refused with the closest known name; a required one missing is named."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -8,7 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleUndefinedVariable
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.inventory import (
-    role_options, type_problems as inventory_type_problems)
+    known_variables, required_problems, role_options, type_problems as inventory_type_problems, unknown_problems)
 
 TYPES = ("str", "path", "int", "bool", "dict", "list", "raw")
 
@@ -51,3 +52,49 @@ def test_values_ansible_converts_pass():
     # INI inventories and -e give text: the argument spec converts it, and so does the check.
     hostvars = {"n1": HostVars(serve_ready_timeout="300", serve_smoke_test="no", firewall_open_ports="22,8080")}
     assert inventory_type_problems(hostvars, ["n1"]) == []
+
+
+def test_a_misspelt_variable_is_refused_with_the_closest_known_name():
+    hostvars = {"n1": HostVars(ascend_tensor_paralel_size=8, ascend_model="/m", serve_ready_timeout=30),
+                "n2": HostVars(ascend_tensor_paralel_size=8, ascend_modle="/m", ascend_zzz="{{ undefined }}")}
+    assert unknown_problems(hostvars, ["n1", "n2"], {}) == [
+        "ascend_modle on host n2 is not a variable of this collection: did you mean ascend_model? (a variable of your "
+        "own: list it in ascend_own_variables)",
+        "ascend_tensor_paralel_size on hosts n1, n2 is not a variable of this collection: did you mean "
+        "ascend_tensor_parallel_size? (a variable of your own: list it in ascend_own_variables)",
+        # Names only: an unresolvable value is not read.
+        "ascend_zzz on host n2 is not a variable of this collection (a variable of your own: list it in "
+        "ascend_own_variables)",
+    ]
+
+
+def test_extra_variables_are_named_as_given_and_an_unprefixed_known_name_is_refused():
+    extra = {"tensor_parallel_size": "4", "ascend_pipline_parallel_size": "2", "serve_restart_instances": "a",
+             "node": "n2"}
+    # -e variables are every host's variables too: named once, as -e.
+    hostvars = {"n1": HostVars(extra), "n2": HostVars(extra)}
+    assert unknown_problems(hostvars, ["n1", "n2"], extra) == [
+        "-e tensor_parallel_size is not a variable of this collection: did you mean ascend_tensor_parallel_size?",
+        "-e ascend_pipline_parallel_size is not a variable of this collection: did you mean "
+        "ascend_pipeline_parallel_size? (a variable of your own: list it in ascend_own_variables)",
+    ]
+
+
+def test_own_variables_results_and_playbook_variables_pass():
+    hostvars = {"n1": HostVars(ascend_own_variables=["ascend_site", "ascend_rack"], ascend_site="x", ascend_rack=3,
+                               ascend_plan={}, ascend_applied={}, ascend_plan_dir="/tmp/p", ascend_api_key="k",
+                               ascend_node_ip="10.0.0.1", ascend_instances={}),
+                "n2": HostVars(ascend_own_variables="ascend_site", ascend_site="x")}
+    assert unknown_problems(hostvars, ["n1", "n2"], {}) == [
+        "ascend_own_variables on host n2 must be a list of variable names (found 'ascend_site')",
+        "ascend_site on host n2 is not a variable of this collection (a variable of your own: list it in "
+        "ascend_own_variables)"]
+    assert {"ascend_plan", "ascend_applied", "ascend_bundle_dir", "ascend_own_variables"} <= known_variables()
+
+
+def test_a_missing_required_variable_is_named_with_where_to_set_it():
+    hostvars = {"n1": HostVars(ascend_engine="vllm-ascend"), "n2": HostVars(ascend_engine="vllm-ascend")}
+    assert required_problems(hostvars, ["n1", "n2"]) == [
+        "ascend_model is not set for hosts n1, n2: set it for the whole cluster in group_vars/ascend_cluster.yml "
+        "(next to the inventory file) or in the inventory's ascend_cluster vars"]
+    assert required_problems({"n1": HostVars(ascend_engine="vllm-ascend", ascend_model="/m")}, ["n1"]) == []
