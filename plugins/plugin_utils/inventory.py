@@ -141,11 +141,19 @@ def group_problem(groups):
     """The sentence saying what is wrong with the groups, or None."""
     cluster, head = groups.get("ascend_cluster") or [], groups.get("ascend_head") or []
     workers = groups.get("ascend_workers") or []
-    if cluster and len(head) == 1 and head[0] in cluster and not set(workers) - set(cluster):
-        return None
-    return ("The inventory needs a group ascend_cluster whose children are ascend_head (exactly one host) and "
-            "ascend_workers (zero or more). Found ascend_cluster: %s; ascend_head: %s; ascend_workers: %s."
-            % (", ".join(cluster) or "none", ", ".join(head) or "none", ", ".join(workers) or "none"))
+    if not cluster or len(head) != 1 or head[0] not in cluster or set(workers) - set(cluster):
+        return ("The inventory needs a group ascend_cluster whose children are ascend_head (exactly one host) and "
+                "ascend_workers (zero or more). Found ascend_cluster: %s; ascend_head: %s; ascend_workers: %s."
+                % (", ".join(cluster) or "none", ", ".join(head) or "none", ", ".join(workers) or "none"))
+    if head[0] in workers:
+        return ("host %s is in both ascend_head and ascend_workers: the cluster's head is not also one of its "
+                "workers; take it out of ascend_workers" % head[0])
+    neither = [host for host in cluster if host not in head and host not in workers]
+    if neither:
+        return ("host%s %s %s in ascend_cluster but in neither ascend_head nor ascend_workers (a misspelt group name?): "
+                "put each node in one of the two" % ("s" if len(neither) > 1 else "", ", ".join(neither),
+                                                     "are" if len(neither) > 1 else "is"))
+    return None
 
 
 def api_key_problems(hostvars, hosts):

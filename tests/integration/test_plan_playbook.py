@@ -196,3 +196,23 @@ def test_a_misspelt_required_variable_is_named_without_a_template_error(run_plan
     assert "ascend_model is not set for hosts node1, node2: set it for the whole cluster in " \
         "group_vars/ascend_cluster.yml" in proc.stdout
     assert "is undefined" not in proc.stdout + proc.stderr and proc.stdout.count("FAILED!") == 1
+
+
+def test_an_inventory_no_plugin_reads_fails_under_the_repositorys_ansible_cfg(ansible_env, tmp_path):
+    # "key = value" is not INI inventory syntax: without any_unparsed_is_failed every play matched no host, rc 0.
+    inventory = tmp_path / "hosts"
+    inventory.write_text("[ascend_head]\nnode1 ansible_host = 10.0.0.11\n[ascend_cluster:children]\nascend_head\n")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO_PLAYBOOKS, "plan.yml"),
+                           "-i", str(inventory)], cwd=str(tmp_path), capture_output=True, text=True, timeout=300,
+                          check=False, env=dict(ansible_env, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")))
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "Completely failed to parse inventory source" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_head_that_is_also_a_worker_is_refused(run_plan, tmp_path):
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("ascend_cluster:\n  children:\n    ascend_head:\n      hosts:\n        node1:\n"
+                         "    ascend_workers:\n      hosts:\n        node1:\n        node2:\n")
+    proc = run_plan(inventory, "-e", "ascend_engine=vllm-ascend", "-e", "ascend_model=m")[0]
+    assert proc.returncode != 0
+    assert "host node1 is in both ascend_head and ascend_workers" in proc.stdout, proc.stdout[-3000:]

@@ -9,7 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleUndefinedVariable
 
 from ansible_collections.ascend.inference.plugins.plugin_utils.inventory import (
-    known_variables, required_problems, role_options, type_problems as inventory_type_problems, unknown_problems)
+    group_problem, known_variables, required_problems, role_options, type_problems as inventory_type_problems, unknown_problems)
 
 TYPES = ("str", "path", "int", "bool", "dict", "list", "raw")
 
@@ -98,3 +98,16 @@ def test_a_missing_required_variable_is_named_with_where_to_set_it():
         "ascend_model is not set for hosts n1, n2: set it for the whole cluster in group_vars/ascend_cluster.yml "
         "(next to the inventory file) or in the inventory's ascend_cluster vars"]
     assert required_problems({"n1": HostVars(ascend_engine="vllm-ascend", ascend_model="/m")}, ["n1"]) == []
+
+
+def test_a_host_in_two_roles_or_in_neither_is_named():
+    assert group_problem({"ascend_cluster": ["a", "b"], "ascend_head": ["a"], "ascend_workers": ["b"]}) is None
+    assert group_problem({"ascend_cluster": ["a"], "ascend_head": ["a"]}) is None
+    assert group_problem({"ascend_cluster": ["a", "b"], "ascend_head": ["a"], "ascend_workers": ["a", "b"]}) == (
+        "host a is in both ascend_head and ascend_workers: the cluster's head is not also one of its workers; take "
+        "it out of ascend_workers")
+    # A worker under a misspelt group (ascend_worker) is still a member of ascend_cluster.
+    assert group_problem({"ascend_cluster": ["a", "b", "c"], "ascend_head": ["a"], "ascend_worker": ["b", "c"]}) == (
+        "hosts b, c are in ascend_cluster but in neither ascend_head nor ascend_workers (a misspelt group name?): put "
+        "each node in one of the two")
+    assert "exactly one host" in group_problem({"ascend_cluster": ["a"], "ascend_head": []})
