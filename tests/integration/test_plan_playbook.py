@@ -216,3 +216,11 @@ def test_a_head_that_is_also_a_worker_is_refused(run_plan, tmp_path):
     proc = run_plan(inventory, "-e", "ascend_engine=vllm-ascend", "-e", "ascend_model=m")[0]
     assert proc.returncode != 0
     assert "host node1 is in both ascend_head and ascend_workers" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_an_empty_device_list_is_refused(run_plan, tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", BASE, hosts={
+        "node1": {"ansible_host": "192.0.2.11"}, "node2": {"ansible_host": "192.0.2.12", "ascend_npu_devices": "[]"}})
+    proc, plans = run_plan(inventory)
+    assert proc.returncode != 0 and plans == {}
+    assert "ascend_npu_devices on host node2 must be a non-empty list of NPU ids" in proc.stdout, proc.stdout[-3000:]

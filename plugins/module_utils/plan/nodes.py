@@ -27,7 +27,9 @@ def node(name, head, variables, detected):
         "head": head,
         "node_ip": etc_hosts.address(name, variables),
         "nic": variables.get("ascend_nic") or detected.get("nic"),
-        "npu_devices": variables.get("ascend_npu_devices") or detected.get("npu_devices"),
+        # Set, even to an empty list, it is the inventory's (the planner refuses an empty one); unset, detected.
+        "npu_devices": (variables["ascend_npu_devices"] if variables.get("ascend_npu_devices") is not None
+                        else detected.get("npu_devices")),
         "device_map": device_map or None,
         "npu_family": detected.get("npu_family"),
         "npus_per_node": variables.get("ascend_npus_per_node"),

@@ -99,3 +99,9 @@ def test_the_serve_only_container_variables_name_their_replacements(options):
         "serve_container_runtime is no longer read: use ascend_runtime: container with ascend_container_engine "
         "(podman, docker or auto) on hosts node1, node2",
     ]
+
+
+def test_an_empty_device_list_is_the_inventorys_not_replaced_by_detection():
+    # The planner refuses it (an empty list was taken as unset: every detected NPU used, issue 61).
+    assert nodes.node("n", False, {"ascend_npu_devices": []}, {"npu_devices": [0, 1]})["npu_devices"] == []
+    assert nodes.node("n", False, {"ascend_npu_devices": None}, {"npu_devices": [0, 1]})["npu_devices"] == [0, 1]
