@@ -224,3 +224,10 @@ def test_an_empty_device_list_is_refused(run_plan, tmp_path):
     proc, plans = run_plan(inventory)
     assert proc.returncode != 0 and plans == {}
     assert "ascend_npu_devices on host node2 must be a non-empty list of NPU ids" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_json_cut_by_key_value_extra_vars_says_how_to_pass_it(run_plan, tmp_path):
+    proc = run_plan(write_inventory(tmp_path / "hosts.yml", BASE), "-e", 'ascend_serve_options={"max_model_len": 8192}')[0]
+    assert proc.returncode != 0
+    assert ("ascend_serve_options must be a mapping (found '{\"max_model_len\":', text): -e NAME=VALUE ends the value "
+            "at its first space" in proc.stdout), proc.stdout[-3000:]

@@ -471,9 +471,11 @@ def _unpinned(names, instances, hosts_of, plans):
             chosen.append("its NPUs")
             pins.append("devices")
         if chosen:
-            warnings.append("instance %s shares hosts with %s: %s are allocated in name order, so adding or removing an "
-                            "instance before it moves them and restarts it; set %s to keep them"
-                            % (name, ", ".join(sharing), " and ".join(chosen), " and ".join(pins)))
+            one = len(chosen) == 1
+            warnings.append("instance %s shares hosts with %s: %s %s allocated in name order, so adding or removing an "
+                            "instance before it moves %s and restarts it; set %s to keep %s"
+                            % (name, ", ".join(sharing), " and ".join(chosen), "is" if one else "are",
+                               "it" if one else "them", " and ".join(pins), "it" if one else "them"))
     return warnings
 
 

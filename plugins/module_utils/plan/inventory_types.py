@@ -72,6 +72,10 @@ def _problem(variable, original, kind, elements=None, choices=None):
         if elements and isinstance(value, list):
             return "%s must be a list of %s (found %r)" % (variable, PLURAL.get(elements, elements), original)
         hint = ": quote it" if kind in ("str", "path") and isinstance(original, (int, float)) else ""
+        if kind in ("dict", "list") and isinstance(original, str) and original.lstrip()[:1] in ("{", "["):
+            # -e NAME=VALUE ends VALUE at the first space: JSON in it arrives cut.
+            hint = (": -e NAME=VALUE ends the value at its first space; pass JSON whole, as -e '{\"%s\": ...}', or "
+                    "a file, as -e @vars.yml" % variable)
         return "%s must be %s (found %r, %s)%s" % (variable, WHAT.get(kind, kind), original,
                                                    input_rules.kind_of(original), hint)
     if choices and value not in choices:

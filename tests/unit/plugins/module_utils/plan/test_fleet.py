@@ -317,6 +317,10 @@ def test_what_the_planner_chose_on_a_shared_host_is_named_and_pinning_keeps_it()
         "removing an instance before it moves them and restarts it; set api_port and devices to keep them"]
     pinned = {"b": {"hosts": ["n1"], "devices": {"n1": [4, 5, 6, 7]}, "api_port": 8001},
               "c": {"hosts": ["n2"]}}
+    # One thing chosen: said in the singular.
+    assert fleet_plan(dict(pinned, a={"hosts": ["n1"], "devices": {"n1": [0, 1, 2, 3]}}))["warnings"] == [
+        "instance a shares hosts with b: its api_port 8000 is allocated in name order, so adding or removing an "
+        "instance before it moves it and restarts it; set api_port to keep it"]
     alone = fleet_plan(pinned)
     together = fleet_plan(dict(pinned, a={"hosts": ["n1"], "devices": {"n1": [0, 1, 2, 3]}, "api_port": 8000}))
     assert alone["warnings"] == [] and together["warnings"] == []

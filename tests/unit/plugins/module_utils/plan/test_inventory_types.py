@@ -49,6 +49,10 @@ def test_the_issues_examples_in_one_message_each(options):
     ("ascend_serve_options", {"x": {True: 1}}, "ascend_serve_options.x has the key True, a boolean: quote it"),
     ("ascend_npus_per_node", True, "ascend_npus_per_node must be a whole number (found True, a boolean)"),
     ("ascend_node_ip", 10, "ascend_node_ip must be text (found 10, a number): quote it"),
+    # -e 'ascend_serve_options={"max_model_len": 8192}' arrives cut at the space (issue 61).
+    ("ascend_serve_options", '{"max_model_len":', "ascend_serve_options must be a mapping (found '{\"max_model_len\":', "
+     "text): -e NAME=VALUE ends the value at its first space; pass JSON whole, as -e '{\"ascend_serve_options\": "
+     "...}', or a file, as -e @vars.yml"),
 ])
 def test_wrong_types_are_named(options, variable, value, message):
     found = problems({"h": {variable: value}}, options)
