@@ -633,7 +633,7 @@ allocation:
   sample:
     ports:
       node1: [{port: 8000, count: 1, owner: chat, what: api_port},
-              {port: 60000, count: 16, owner: chat, what: HCCL_IF_BASE_PORT}]
+              {port: 60000, count: 32, owner: chat, what: HCCL_IF_BASE_PORT}]
     npus:
       node1: {"0": chat, "1": chat, "2": embed, "3": null}
 node_problems:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 
 from conftest import BIN
@@ -18,8 +19,16 @@ def test_build_install_and_use_by_fqcn(collections_root, tmp_path):
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
     env.pop("ANSIBLE_CONFIG", None)
     source = collections_root / "ansible_collections" / "ascend" / "inference"
-    run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", str(source), "--output-path", str(tmp_path)],
-        cwd=str(tmp_path), env=env)
+    # A user's inventory where the README puts it: hosts, addresses and vaulted keys stay out of the tarball.
+    mine = source / "inventories" / "mine"
+    (mine / "group_vars").mkdir(parents=True)
+    (mine / "hosts").write_text("[ascend_head]\nnode1 ansible_host=10.0.0.11\n")
+    (mine / "group_vars" / "ascend_cluster.yml").write_text("ascend_api_key: secret\n")
+    try:
+        run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", str(source), "--output-path", str(tmp_path)],
+            cwd=str(tmp_path), env=env)
+    finally:
+        shutil.rmtree(str(mine))
     tarball = tmp_path / "ascend-inference-0.1.0.tar.gz"
     assert tarball.is_file()
     # --offline: Galaxy is unreachable; the dependencies come with the "ansible" package.
@@ -29,7 +38,9 @@ def test_build_install_and_use_by_fqcn(collections_root, tmp_path):
     files = json.loads(run(["tar", "-xOzf", str(tarball), "FILES.json"]).stdout)["files"]
     names = {f["name"] for f in files}
     assert "plugins/modules/parallel_plan.py" in names and "roles/plan/tasks/main.yml" in names
-    assert not [n for n in names if n.startswith(("tests/", "molecule/", ".config/", ".venv", ".cache"))]
+    assert not [n for n in names if n.startswith(("tests/", "molecule/", ".config/", ".venv", ".cache",
+                                                  "inventories/mine"))]
+    assert "inventories/examples/09-qwen3-235b-tp8-pp2-ray/hosts" in names
 
     env["ANSIBLE_COLLECTIONS_PATH"] = str(installed)
     playbook = tmp_path / "use.yml"
