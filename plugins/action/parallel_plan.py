@@ -69,6 +69,9 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg=problem)
                 return result
             params["nodes"] = self.inventory_nodes(task_vars, removed)
+            if "devices_probed" not in self._task.args:
+                hostvars = task_vars.get("hostvars") or {}
+                params["devices_probed"] = any(_preflight(hostvars, node["name"]) for node in params["nodes"])
             if "extra_env" not in self._task.args:
                 # ascend_extra_env read here, not given as an argument: its secret values stay out of the task's.
                 params["extra_env"] = self._templar.template(task_vars.get("ascend_extra_env")) or {}

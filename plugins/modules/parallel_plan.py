@@ -195,6 +195,13 @@ options:
         detected ones instead of refusing a layout on the assumed count (an Atlas A3 node has 16).
     type: bool
     default: false
+  devices_probed:
+    description:
+      - Whether the preflight has probed the nodes. Without nodes, the action sets it from the inventory (false
+        when no host of C(ascend_cluster) has a probe record, as in C(playbooks/plan.yml)); a node whose devices
+        are assumed from O(nodes[].npus_per_node) is then expected, not warned about.
+    type: bool
+    default: true
   check_nodes:
     description:
       - Also judge every host of the play against the plan from what the preflight's probe recorded on it

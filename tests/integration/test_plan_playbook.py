@@ -62,6 +62,9 @@ def test_unset_host_variables_take_the_defaults(run_plan, tmp_path):
     assert plans["node1"]["visible_devices"] == list(range(8))
     assert plans["node1"]["cluster"]["ray_npus_expected"] == 16
     assert plans["node2"]["env"]["GLOO_SOCKET_IFNAME"] is None
+    # plan.yml never probes a node: the assumption is shown per node, not warned about.
+    assert "devices: 0,1,2,3,4,5,6,7 (assumed from ascend_npus_per_node)" in proc.stdout
+    assert "not detected" not in proc.stdout + proc.stderr
 
 
 def test_second_run_changes_nothing(run_plan, tmp_path):

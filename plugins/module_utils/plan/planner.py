@@ -110,6 +110,8 @@ DEFAULTS = {
     "model_backend": "MindFormers",
     "model_config": None,
     "devices_pending": False,
+    # False when no node was probed yet (playbooks/plan.yml): assumed devices are then expected.
+    "devices_probed": True,
     # Who runs Ray and the engine: on hosts a dedicated, confined account unless root is chosen
     # (None: that default); in container mode the image's root.
     "service_user": None,
@@ -768,7 +770,8 @@ def make_plan(settings, nodes):
             "service_groups": [node["device_group"]] if service["confined"] and node["device_group"] else [],
             "container": container.node_container(settings["runtime"], env, physical[name], settings["extra_env"]),
         }
-    if assumed and not settings["devices_pending"]:
+    # A plan from the inventory alone (no node probed) shows where it assumed; it has nothing to warn about.
+    if assumed and not settings["devices_pending"] and settings["devices_probed"]:
         warnings.append("NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: %s"
                         % ", ".join(assumed))
     ray_launcher = settings["launcher"] == "ray"

@@ -60,6 +60,7 @@ ARGUMENT_SPEC = dict(
     model_config=dict(type="dict"),
     model_config_path=dict(type="path"),
     devices_pending=dict(type="bool", default=False),
+    devices_probed=dict(type="bool", default=True),
     service_user=dict(type="str"),
     runtime=dict(type="str", default=DEFAULTS["runtime"], choices=list(RUNTIMES)),
     container_image=dict(type="str"),

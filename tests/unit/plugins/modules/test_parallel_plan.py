@@ -94,12 +94,16 @@ def test_model_config_dict_wins(module_run, tmp_path):
     assert result.value.args[0]["model_checks"] == "checked the given model_config"
 
 
-def test_warnings_are_returned(module_run):
+@pytest.mark.parametrize("probed, warnings", [
+    (True, ["NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: h"]),
+    # playbooks/plan.yml: no node is ever probed there, so the assumption is expected (its output shows it).
+    (False, []),
+])
+def test_warnings_are_returned(module_run, probed, warnings):
     with pytest.raises(Exit) as result:
-        module_run({"engine": "vllm-mindspore", "model": "m",
+        module_run({"engine": "vllm-mindspore", "model": "m", "devices_probed": probed,
                     "nodes": [{"name": "h", "head": True, "node_ip": "192.0.2.1"}]})
-    assert result.value.args[0]["plan_warnings"] == [
-        "NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: h"]
+    assert result.value.args[0]["plan_warnings"] == warnings
 
 
 @pytest.mark.parametrize("args", [
