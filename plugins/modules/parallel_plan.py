@@ -221,14 +221,6 @@ options:
       - The result then also holds RV(instances) and RV(allocation); RV(cluster) and RV(nodes) hold what is not an
         instance's (the runtime, the paths, each host's address and the instances on it).
     type: dict
-  instances_use:
-    description:
-      - What the caller does with a plan of several instances - V(plan) shows it (C(playbooks/plan.yml)); V(deploy)
-        also refuses what this release cannot deploy (instances on the Ray launcher, different engines, a model
-        copied by the model role).
-    type: str
-    choices: [plan, deploy]
-    default: deploy
   router_enabled:
     description:
       - Whether a router (HAProxy) fronts the model or the instances on one endpoint (C(ascend_router_enabled)).

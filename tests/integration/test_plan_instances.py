@@ -2,9 +2,12 @@
 deploying playbooks' refusal before any host is touched, and bad instance inventories refused in one message each
 naming the instance, the variable and the host."""
 
+import ast
 import json
 import os
 import subprocess
+
+import pytest
 
 from conftest import BIN, REPO
 from test_layout_picture import drawn
@@ -42,19 +45,51 @@ def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tm
     assert "instance  coder  coder  coder  coder  qwen-a  qwen-a  qwen-a  qwen-a" in proc.stdout
 
 
-def test_deploy_refuses_what_it_cannot_deploy_before_touching_a_host(ansible_env, tmp_path):
-    # Instances on different engines are planned (plan.yml shows them) but a deploy refuses them.
-    mixed = ('{"ascend_instances": {"a": {"engine": "vllm-mindspore", "engine_version": "0.5.1", "hosts": ["node1"]},'
-             ' "b": {"hosts": ["node2"]}}}')
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "deploy.yml"), "-i", EXAMPLE,
-                           "-e", mixed], cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert proc.returncode != 0
-    assert ("ascend_instances: this release cannot deploy what is asked (playbooks/plan.yml shows the plan):\n- "
-            "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)") in proc.stdout.replace(
-                "\\n", "\n"), proc.stdout
+EXAMPLE_PD = os.path.join(REPO, "inventories", "examples", "12-deepseek-r1-pd-mooncake", "hosts")
+
+# Every refusal of a deploy that the inventory alone decides (plan/fleet.py and plan/pd.py deploy_problems), one case
+# each: (inventory, extra variables as JSON, a sentence of the refusal).
+DEPLOY_REFUSALS = {
+    "engines": (EXAMPLE, {"ascend_instances": {"a": {"engine": "vllm-mindspore", "engine_version": "0.5.1",
+                                                     "hosts": ["node1"]}, "b": {"hosts": ["node2"]}}},
+                "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)"),
+    "copied models": (EXAMPLE, {"model_source": "controller"},
+                      "model_source copies one model to every node, and the instances serve several"),
+    "pd proxy dir": (EXAMPLE_PD, {"ascend_pd_proxy_dir": None},
+                     "instance r1 has prefill and decode pools: set ascend_pd_proxy_dir"),
+    "pd without router": (EXAMPLE_PD, {"ascend_router_enabled": False},
+                          "keep the router (ascend_router_enabled: true)"),
+}
+
+
+def test_every_deploy_refusal_of_the_inventory_has_a_case():
+    # A new refusal in deploy_problems without a case here fails: plan.yml must be shown to make it too.
+    appended = 0
+    for name in ("fleet.py", "pd.py"):
+        with open(os.path.join(REPO, "plugins", "module_utils", "plan", name)) as handle:
+            tree = ast.parse(handle.read())
+        function = next(node for node in tree.body if getattr(node, "name", None) == "deploy_problems")
+        appended += sum(1 for node in ast.walk(function) if isinstance(node, ast.Attribute) and node.attr == "append")
+    assert appended == len(DEPLOY_REFUSALS)
+
+
+@pytest.mark.parametrize("case", sorted(DEPLOY_REFUSALS))
+def test_plan_and_deploy_refuse_what_this_release_cannot_deploy(ansible_env, run_plan, tmp_path, case):
+    inventory, extra, sentence = DEPLOY_REFUSALS[case]
+    planned, plans = run_plan(inventory, "-e", json.dumps(extra))
+    assert planned.returncode != 0 and plans == {}
+    assert "ascend_instances: this release cannot deploy what is asked:\n- " in planned.stdout.replace("\\n", "\n")
+    assert sentence in planned.stdout, planned.stdout
+    if case != "engines":
+        return
+    # The deploy's verdict is the same, made before any host is touched.
+    deployed = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, "deploy.yml"), "-i",
+                               inventory, "-e", json.dumps(extra)], cwd=str(tmp_path), env=ansible_env,
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert deployed.returncode != 0
+    assert sentence in deployed.stdout, deployed.stdout
     # The three hosts (192.0.2.0/24, TEST-NET-1) were never connected to.
-    assert "UNREACHABLE" not in proc.stdout and "unreachable=0" in proc.stdout
+    assert "UNREACHABLE" not in deployed.stdout and "unreachable=0" in deployed.stdout
 
 
 def write(path, text):

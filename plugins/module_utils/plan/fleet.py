@@ -597,7 +597,7 @@ def _name_instance(plan, name, allocated):
 
 
 def deploy_problems(plan):
-    """What this release cannot deploy of a plan of instances (plan.yml still shows it), one sentence each."""
+    """What this release cannot deploy of a plan of instances (plan.yml refuses it as the deploy does), one sentence each."""
     problems = []
     cluster = plan["cluster"]
     for key, variable_name in (("engine", "engine"), ("engine_version", "engine_version")):

@@ -71,9 +71,6 @@ ARGUMENT_SPEC = dict(
     nodes=dict(type="list", elements="dict", options=NODE_SPEC),
     # ascend_instances (the action reads it from the inventory: its extra_env may hold secrets).
     instances=dict(type="dict"),
-    # What the caller does with a plan of several instances: plan.yml shows it, the others deploy it (refused
-    # where this release cannot).
-    instances_use=dict(type="str", default="deploy", choices=["plan", "deploy"]),
     # The endpoint in front of the instances (plan/router.py): hosts from group ascend_router (None: the default).
     router_enabled=dict(type="bool", default=True),
     router_hosts=dict(type="list", elements="str"),
@@ -126,7 +123,7 @@ def answer(params):
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
-                if k not in ("nodes", "model_config_path", "instances", "instances_use") + FLEET_OPTIONS
+                if k not in ("nodes", "model_config_path", "instances") + FLEET_OPTIONS
                 + MONITORING_OPTIONS + ACTION_OPTIONS}
     monitoring_settings = dict((key, params.get(key)) for key in MONITORING_OPTIONS)
     router = router_plan.settings_of(params)
@@ -135,10 +132,11 @@ def answer(params):
         if instances is not None:
             fleet = make_fleet_plan(settings, params["nodes"], instances, instance_configs, router,
                                     params.get("pd_proxy_dir"))
-            problems = deploy_problems(fleet) if params.get("instances_use", "deploy") == "deploy" else []
+            # plan.yml gives the deploy's verdict: what the deploy refuses, it refuses.
+            problems = deploy_problems(fleet)
             if problems:
                 return dict(failed=True, errors=problems, msg="ascend_instances: this release cannot deploy what "
-                            "is asked (playbooks/plan.yml shows the plan):\n- " + "\n- ".join(problems))
+                            "is asked:\n- " + "\n- ".join(problems))
             monitoring, problems = monitoring_plan.section(fleet, monitoring_settings)
             if problems:
                 raise PlanError(problems)

@@ -250,19 +250,17 @@ def test_a_date_in_a_mapping_variable_is_named():
 def test_without_instances_the_plan_is_the_single_model_plan():
     # plan_request.answer takes make_plan's path: an inventory without ascend_instances keeps its units.
     from ansible_collections.ascend.inference.plugins.module_utils.plan import request
-    params = dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None, instances=None,
-                  instances_use="deploy")
+    params = dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None, instances=None)
     params.update((k, v) for k, v in fleet.planner.DEFAULTS.items() if k not in params)
     result = request.answer(params)
     assert result["cluster"]["units"]["serve"] == "ascend-serve.service" and "instances" not in result
     deployed = request.answer(dict(params, instances={"a": {}}))
     assert deployed["instances"]["a"]["cluster"]["units"]["serve"] == "ascend-serve-a.service"
-    # What this release cannot deploy is refused there, and still shown by plan.yml.
+    # What this release cannot deploy is refused, by plan.yml as by the deploy.
     mixed = {"a": {"engine": "vllm-mindspore", "engine_version": "0.5.1", "npus_per_host": 4}, "b": {"npus_per_host": 4}}
     refused = request.answer(dict(params, instances=mixed))
     assert refused["failed"] and refused["errors"][0].startswith(
         "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)"), refused
-    assert request.answer(dict(params, instances=mixed, instances_use="plan"))["instances"]["a"]
 
 
 def test_deploy_refuses_different_engines_and_a_copy_of_several_models():
