@@ -736,10 +736,17 @@ plan_warnings:
   elements: str
   sample: ["NPU devices were not detected; assumed 0..N-1 from ascend_npus_per_node on: node1, node2"]
 model_checks:
-  description: Whether the model-shape checks ran, and on which file.
+  description: Whether the layout was checked against the model's config.json, and which file; if not, the variable
+    that would let it (C(ascend_model_config)).
   returned: success
   type: str
-  sample: "checked /models/Qwen2.5-7B/config.json"
+  sample: "checked against /models/Qwen2.5-7B/config.json"
+instance_model_checks:
+  description: The same for each instance (O(instances)); an instance with its own C(model) or C(model_config) is
+    checked against that model's config.json.
+  returned: success, with O(instances)
+  type: dict
+  sample: {"chat": "checked against /models/Qwen2.5-7B/config.json"}
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -119,6 +119,19 @@ def test_model_config_on_the_controller_is_checked(run_plan, tmp_path):
     proc = run_plan(inventory)[0]
     assert proc.returncode != 0
     assert "ascend_tensor_parallel_size 4 does not divide the model's 6 attention heads" in proc.stdout
+    # A context longer than the model's is refused here, not by vLLM after the deploy.
+    (model / "config.json").write_text('{"num_attention_heads": 8, "max_position_embeddings": 4096}')
+    proc = run_plan(write_inventory(tmp_path / "hosts.yml", dict(
+        BASE, ascend_model=str(model), ascend_tensor_parallel_size=4, ascend_serve_options="{max_model_len: 8192}")))[0]
+    assert proc.returncode != 0
+    assert "ascend_serve_options.max_model_len 8192 is more than the model's 4096" in proc.stdout
+    proc = run_plan(write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_model=str(model),
+                                                                 ascend_tensor_parallel_size=4)))[0]
+    assert proc.returncode == 0 and "model: checked against %s" % (model / "config.json") in proc.stdout
+    # A model that is not on the controller: the plan says it did not check, and which variable would let it.
+    proc = run_plan(write_inventory(tmp_path / "hosts.yml", BASE))[0]
+    assert ("model: not checked against its config.json: /models/qwen is not a directory on the controller; set "
+            "ascend_model_config to a copy of it") in proc.stdout
 
 
 def test_ansible_doc_renders_the_module(ansible_env):

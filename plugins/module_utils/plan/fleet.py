@@ -33,9 +33,11 @@ INSTANCE_SETTINGS = ("engine", "engine_version", "model", "served_model_name", "
                      "additional_config", "serve_options", "extra_env", "model_backend", "api_port", "dp_rpc_port",
                      "ray_port")
 PLACEMENT = ("hosts", "npus_per_host", "devices")
+# The instance's model's config.json on the controller (the request reads it; the planner gets its content).
+OWN_MODEL_CONFIG = "model_config"
 # Cluster-wide: one value for every instance of the cluster.
 CLUSTER_ONLY = ("runtime", "container_image", "container_engine", "service_user", "config_dir", "python_env",
-                "ray_dashboard_host", "model_transfer_port", "model_config", "api_key", "npus_per_node")
+                "ray_dashboard_host", "model_transfer_port", "api_key", "npus_per_node")
 
 # HCCL's host ports with HCCL_IF_BASE_PORT set: base + physical device ID, the group leader's base + ID + 16 and the
 # host data plane's base + ID + 8 (CANN's HCCL host code, topoinfo_detect.cc and hccl_communicator.cc; the CANN 8.5
@@ -78,7 +80,7 @@ def key_problems(name, settings):
     if not isinstance(settings, dict):
         return problems + ["%s must be a mapping of the instance's settings (found %r)" % (
             "ascend_instances.%s" % name, settings)]
-    known = list(INSTANCE_SETTINGS) + list(PLACEMENT)
+    known = list(INSTANCE_SETTINGS) + list(PLACEMENT) + [OWN_MODEL_CONFIG]
     if pd_plan.is_pd(settings):
         problems.extend(pd_plan.key_problems(name, settings, INSTANCE_SETTINGS))
         known += list(pd_plan.PD_KEYS)
@@ -321,7 +323,7 @@ def _fleet_plan(settings, nodes, instances, model_configs, router, pd_proxy_dir)
     shares, owner = _shares(names, instances, hosts_of, capacity, problems)
     merged = dict((name, _merged(settings, instances[name])) for name in names)
     for name in names:
-        if "model" in instances[name]:
+        if "model" in instances[name] or OWN_MODEL_CONFIG in instances[name]:
             merged[name]["model_config"] = (model_configs or {}).get(name)
     for group in pd_groups:
         for pool in pd_plan.POOLS:

@@ -19,7 +19,7 @@ import shlex
 
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import container
 from ansible_collections.ascend.inference.plugins.module_utils.engines import option_tables, releases
-from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules
+from ansible_collections.ascend.inference.plugins.module_utils.plan import input_rules, model_shape
 from ansible_collections.ascend.inference.plugins.module_utils.runtime import service_account, unit_names
 
 LAUNCHERS = ("ray", "mp")
@@ -82,9 +82,6 @@ PYTHON_ENV = "/opt/ascend-inference/venv"
 # node's record of the model copied to it (the model role writes it, the preflight reads it).
 CONFIG_FILES = {"node_env_file": "node.env", "secrets_env_file": "secrets.env", "ray_env_file": "ray.env",
                 "serve_env_file": "serve.env", "model_manifest": "model.manifest.json"}
-
-# config.json keys that hold the number of routed experts, by model family.
-EXPERT_COUNT_KEYS = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
 
 DEFAULTS = {
     "engine_version": None,
@@ -391,6 +388,14 @@ def _user_options(options, release, check):
     return everywhere, api_node
 
 
+def _serve_option(options, name):
+    """The value ascend_serve_options gives option NAME under any of its spellings (max-model-len, --max_model_len)."""
+    for key, value in (options or {}).items():
+        if str(key).lstrip("-").replace("-", "_") == name:
+            return value
+    return None
+
+
 def _engine_release(settings, check):
     """The engine release, the vLLM it runs on and that vLLM's option table; None when unknown."""
     engine = settings["engine"]
@@ -444,38 +449,6 @@ def _expert_parallel(settings, tp, dp, check):
                    "spread over groups of equal size", size, tp, dp, tp * dp)
     config["expert_parallel"] = size
     return size, config
-
-
-def _model_checks(model_config, tp, pp, ep, check, warnings):
-    """Compare the parallel sizes with the model's own dimensions."""
-    if not isinstance(model_config, dict):
-        return
-    text = model_config.get("text_config")
-    cfg = dict(text, **{k: v for k, v in model_config.items() if k not in text}) if isinstance(text, dict) \
-        else model_config
-    heads = cfg.get("num_attention_heads")
-    if _is_int(heads) and heads % tp:
-        check.fail("ascend_tensor_parallel_size %d does not divide the model's %d attention heads "
-                   "(num_attention_heads in config.json)", tp, heads)
-    kv_heads = cfg.get("num_key_value_heads")
-    if _is_int(kv_heads) and kv_heads > 0 and kv_heads % tp and tp % kv_heads:
-        check.fail("ascend_tensor_parallel_size %d and the model's %d KV heads (num_key_value_heads) "
-                   "must divide one another", tp, kv_heads)
-    layers = cfg.get("num_hidden_layers")
-    if _is_int(layers) and pp > layers:
-        check.fail("ascend_pipeline_parallel_size %d is larger than the model's %d layers "
-                   "(num_hidden_layers in config.json)", pp, layers)
-    if ep is None:
-        return
-    experts = next((cfg[k] for k in EXPERT_COUNT_KEYS if _is_int(cfg.get(k))), None)
-    if experts is None:
-        check.fail("ascend_enable_expert_parallel is true but config.json names no routed experts "
-                   "(none of %s): the model is not a MoE model", ", ".join(EXPERT_COUNT_KEYS))
-    elif ep > experts:
-        check.fail("the expert-parallel size %d is larger than the model's %d routed experts", ep, experts)
-    elif experts % ep:
-        warnings.append("the model's %d routed experts do not split evenly over EP %d; some NPUs hold "
-                        "one expert more than others" % (experts, ep))
 
 
 def _env(settings, node, multi_node, devices):
@@ -731,7 +704,12 @@ def make_plan(settings, nodes):
     # Before the preflight detects the devices, an assumed count must not refuse the layout.
     if all(devices.values()) and settings["launcher"] in LAUNCHERS and not (settings["devices_pending"] and assumed):
         _check_capacity(settings, nodes, devices, local, world, check)
-    _model_checks(settings["model_config"], tp, pp, ep_size, check, warnings)
+    found, warned = model_shape.problems(settings["model_config"], (tp, pp, ep_size),
+                                         _serve_option(settings["serve_options"], "max_model_len"),
+                                         settings["extra_env"])
+    for problem in found:
+        check.fail(problem)
+    warnings.extend(warned)
     check.raise_if_any()
 
     head = nodes[0]

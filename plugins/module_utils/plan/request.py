@@ -11,7 +11,8 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.ascend.inference.plugins.module_utils.plan.fleet import deploy_problems, make_fleet_plan
+from ansible_collections.ascend.inference.plugins.module_utils.plan.fleet import (
+    OWN_MODEL_CONFIG, deploy_problems, make_fleet_plan)
 from ansible_collections.ascend.inference.plugins.module_utils.plan import (
     input_rules, monitoring as monitoring_plan, router as router_plan)
 from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import (
@@ -97,20 +98,25 @@ def load_model_config(params):
     """(config dict or None, a sentence saying what was checked)."""
     if params["model_config"] is not None:
         return params["model_config"], "checked the given model_config"
-    path = params["model_config_path"]
+    return _read_config(params["model_config_path"], params["model"], "ascend_model_config")
+
+
+def _read_config(path, model, variable_name):
+    """(the config.json at PATH (a file or a directory) or else in MODEL's directory here, or None; the note)."""
     explicit = path is not None
     if not explicit:
-        path = params["model"]
-        if not os.path.isdir(path):
-            return None, "skipped: %s is not a local directory here; set model_config_path" % path
+        path = model
+        if not isinstance(path, str) or not os.path.isdir(path):
+            return None, ("not checked against its config.json: %s is not a directory on the controller; set %s "
+                          "to a copy of it" % (path, variable_name))
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
     if not os.path.isfile(path):
         if explicit:
-            raise IOError("ascend_model_config %s: no such file on the controller" % path)
-        return None, "skipped: %s does not exist" % path
+            raise IOError("%s %s: no such file on the controller" % (variable_name, path))
+        return None, "not checked against its config.json: %s does not exist; set %s" % (path, variable_name)
     with open(path) as handle:
-        return json.load(handle), "checked %s" % path
+        return json.load(handle), "checked against %s" % path
 
 
 def answer(params):
@@ -119,7 +125,7 @@ def answer(params):
     instances = params.get("instances") or None
     try:
         model_config, model_checks = load_model_config(params)
-        instance_configs = instance_model_configs(instances)
+        instance_configs, instance_checks = instance_model_configs(instances, model_checks)
     except (IOError, OSError, ValueError) as exc:
         return dict(failed=True, msg="cannot read the model's config.json: %s" % exc)
     settings = {k: v for k, v in params.items()
@@ -140,10 +146,15 @@ def answer(params):
             monitoring, problems = monitoring_plan.section(fleet, monitoring_settings)
             if problems:
                 raise PlanError(problems)
+            # A prefill/decode instance is planned as two pools, each checked against the instance's model.
+            for group, entry in (fleet["pd"] or {}).items():
+                note = instance_checks.pop(group, model_checks)
+                for pool in entry["pools"].values():
+                    instance_checks[pool["instance"]] = note
             return dict(changed=False, instances=fleet["instances"], allocation=fleet["allocation"],
                         cluster=fleet["cluster"], nodes=fleet["nodes"], router=fleet["router"], pd=fleet["pd"],
                         monitoring=monitoring, plan_warnings=fleet["warnings"],
-                        model_checks=model_checks)
+                        model_checks=model_checks, instance_model_checks=instance_checks)
         plan = make_plan(settings, params["nodes"])
         ray_port = plan["cluster"]["ray_port"]
         plan["router"], problems = router_plan.single_model(
@@ -160,13 +171,19 @@ def answer(params):
                 plan_warnings=plan["warnings"], model_checks=model_checks)
 
 
-def instance_model_configs(instances):
-    """{instance: config.json} of the instances whose own model is a local directory here (else not checked)."""
-    found = {}
+def instance_model_configs(instances, model_checks):
+    """({instance: config.json}, {instance: its note}) of the instances that name their own model or model_config;
+    the others take the cluster's config and MODEL_CHECKS, its note."""
+    found, notes = {}, {}
     for name, settings in sorted((instances or {}).items(), key=lambda item: str(item[0])):
-        if isinstance(settings, dict) and isinstance(settings.get("model"), str):
-            config = os.path.join(settings["model"], "config.json")
-            if os.path.isfile(config):
-                with open(config) as handle:
-                    found[name] = json.load(handle)
-    return found
+        notes[name] = model_checks
+        if not isinstance(settings, dict) or not (OWN_MODEL_CONFIG in settings or "model" in settings):
+            continue
+        path, model = settings.get(OWN_MODEL_CONFIG), settings.get("model")
+        if path is not None and not isinstance(path, str):
+            raise ValueError("ascend_instances.%s.%s must be a path on the controller (found %r)"
+                             % (name, OWN_MODEL_CONFIG, path))
+        config, notes[name] = _read_config(path, model, "ascend_instances.%s.%s" % (name, OWN_MODEL_CONFIG))
+        if config is not None:
+            found[name] = config
+    return found, notes

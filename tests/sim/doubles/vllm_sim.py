@@ -538,7 +538,7 @@ def max_model_len(args):
 
 def expert_count(model):
     """The routed experts in the model's config.json (vLLM's is_moe: a non-zero expert count; the keys are the
-    planner's EXPERT_COUNT_KEYS), 0 for a dense model."""
+    plan/model_shape.py's EXPERT_COUNT_KEYS), 0 for a dense model."""
     try:
         with open(os.path.join(model, "config.json")) as handle:
             config = json.load(handle)

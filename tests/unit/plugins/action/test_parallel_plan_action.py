@@ -36,7 +36,8 @@ def test_the_plan_with_the_module_defaults():
     assert result["cluster"]["ray_port"] == 6379
     assert result["nodes"]["h"]["serve_argv"][:3] == ["vllm", "serve", "/m"]
     assert result["nodes"]["w"]["serve_argv"] is None
-    assert result["model_checks"].startswith("skipped: /m is not a local directory")
+    assert result["model_checks"] == ("not checked against its config.json: /m is not a directory on the controller; "
+                                      "set ascend_model_config to a copy of it")
 
 
 def test_an_invalid_layout_fails_with_every_problem():

@@ -47,7 +47,7 @@ def test_returns_the_plan_unchanged(module_run):
     assert out["cluster"]["ray_npus_expected"] == 4
     assert out["nodes"]["w"]["serve_argv"] is None
     assert out["nodes"]["h"]["serve_argv"][:3] == ["vllm-mindspore", "serve", "/m"]
-    assert out["model_checks"].startswith("skipped: /m is not a local directory")
+    assert out["model_checks"].startswith("not checked against its config.json: /m is not a directory on the controller")
 
 
 def test_check_mode_gives_the_same_plan(module_run):

@@ -263,6 +263,38 @@ def test_without_instances_the_plan_is_the_single_model_plan():
         "the instances set different engine (a: vllm-mindspore, b: vllm-ascend)"), refused
 
 
+def test_an_instance_is_checked_against_its_own_models_config(tmp_path):
+    from ansible_collections.ascend.inference.plugins.module_utils.plan import request
+    params = dict(settings(), nodes=nodes(1), model_config=None, model_config_path=None)
+    params.update((k, v) for k, v in fleet.planner.DEFAULTS.items() if k not in params)
+    (tmp_path / "config.json").write_text('{"num_attention_heads": 6, "max_position_embeddings": 4096}')
+    given = {"a": {"model": "/models/a", "model_config": str(tmp_path), "npus_per_host": 4,
+                   "tensor_parallel_size": 4},
+             "b": {"npus_per_host": 4}}
+    refused = request.answer(dict(params, instances=given))
+    assert refused["errors"] == ["instance a: ascend_instances.a.tensor_parallel_size 4 does not divide the model's 6 "
+                                 "attention heads (num_attention_heads in config.json)"]
+    given["a"]["tensor_parallel_size"] = 2
+    given["a"]["serve_options"] = {"max_model_len": 8192}
+    assert request.answer(dict(params, instances=given))["errors"][0].startswith(
+        "instance a: ascend_instances.a.serve_options.max_model_len 8192 is more than the model's 4096")
+    del given["a"]["serve_options"]
+    planned = request.answer(dict(params, instances=given))
+    # Each instance says what it was checked against, or which variable would let it be.
+    assert planned["instance_model_checks"] == {
+        "a": "checked against %s" % (tmp_path / "config.json"),
+        "b": "not checked against its config.json: /models/default is not a directory on the controller; set "
+             "ascend_model_config to a copy of it"}
+    given["b"]["model"] = "/models/b"
+    assert request.answer(dict(params, instances=given))["instance_model_checks"]["b"] == (
+        "not checked against its config.json: /models/b is not a directory on the controller; set "
+        "ascend_instances.b.model_config to a copy of it")
+    given["b"]["model_config"] = str(tmp_path / "nope.json")
+    assert request.answer(dict(params, instances=given))["msg"] == (
+        "cannot read the model's config.json: ascend_instances.b.model_config %s: no such file on the controller"
+        % (tmp_path / "nope.json"))
+
+
 def test_deploy_refuses_different_engines_and_a_copy_of_several_models():
     plan = fleet_plan({"a": {"hosts": ["n1"], "engine": "vllm-mindspore", "engine_version": "0.5.1"},
                        "b": {"hosts": ["n2"], "model": "/models/other"}}, model_transfer_port=8730)

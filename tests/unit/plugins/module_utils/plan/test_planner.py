@@ -551,6 +551,17 @@ def test_text_config_of_multimodal_models_is_read():
     assert errors(model_config=config, tensor_parallel_size=8)[0].startswith("ascend_tensor_parallel_size 8 does not")
 
 
+def test_max_model_len_above_the_models_context_is_refused_under_any_spelling():
+    config = dict(QWEN, max_position_embeddings=32768)
+    for key in ("max_model_len", "max-model-len", "--max-model-len"):
+        assert errors(model_config=config, serve_options={key: 40960}) == [
+            "ascend_serve_options.max_model_len 40960 is more than the model's 32768 (max_position_embeddings in "
+            "config.json): vLLM refuses to start; lower it, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in "
+            "ascend_extra_env if the model is known to hold it"]
+    plan(model_config=config, serve_options={"max_model_len": 40960},
+         extra_env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})
+
+
 def test_plan_is_deterministic():
     first = plan(launcher="mp", data_parallel_size=4, serve_options={"trust_remote_code": True, "block_size": 128,
                                                                      "seed": 1})
