@@ -65,6 +65,9 @@ def test_unset_host_variables_take_the_defaults(run_plan, tmp_path):
     # plan.yml never probes a node: the assumption is shown per node, not warned about.
     assert "devices: 0,1,2,3,4,5,6,7 (assumed from ascend_npus_per_node)" in proc.stdout
     assert "not detected" not in proc.stdout + proc.stderr
+    # A layout that leaves NPUs idle plans, with a warning that says so (here the default TP 1).
+    assert ("[WARNING]: TP 1 x PP 1 x DP 1 uses 1 of the cluster's 16 NPUs (host node1 8, host node2 8): 15 stay "
+            "idle.") in " ".join((proc.stdout + proc.stderr).split())
 
 
 def test_second_run_changes_nothing(run_plan, tmp_path):

@@ -262,7 +262,7 @@ def _instance_plan(name, settings, nodes, share, ports):
         node.pop("data_parallel_start_rank", None)
         instance_nodes.append(node)
     settings = dict(settings, **dict((key, value) for key, value in ports.items() if value is not None))
-    return planner.make_plan(settings, instance_nodes)
+    return planner.make_plan(dict(settings, idle_warning=False), instance_nodes)
 
 
 def make_fleet_plan(settings, nodes, instances, model_configs=None, router=None, pd_proxy_dir=None):

@@ -109,6 +109,8 @@ DEFAULTS = {
     "devices_pending": False,
     # False when no node was probed yet (playbooks/plan.yml): assumed devices are then expected.
     "devices_probed": True,
+    # NPUs a single model leaves unused are warned about (an instance's share is the user's choice of placement).
+    "idle_warning": True,
     # Who runs Ray and the engine: on hosts a dedicated, confined account unless root is chosen
     # (None: that default); in container mode the image's root.
     "service_user": None,
@@ -530,6 +532,30 @@ def _check_capacity(settings, nodes, devices, local, world, check):
                        tp, pp, dp)
 
 
+def _idle(settings, nodes, devices, local, world):
+    """A warning naming the NPUs the layout leaves unused (a typo in a size often does), or none."""
+    tp, pp, dp = (settings[k] for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
+    layout = "TP %d x PP %d x DP %d" % (tp, pp, dp)
+    sizes = "ascend_tensor_parallel_size, ascend_pipeline_parallel_size, ascend_data_parallel_size"
+    if settings["launcher"] == "mp":
+        # Each mp node runs its DP ranks on its lowest NPUs.
+        idle = [(n["name"], devices[n["name"]][local[n["name"]] * world:]) for n in nodes]
+        idle = [(host, left) for host, left in idle if left]
+        if not idle:
+            return []
+        return ["%s leaves NPUs idle: %s. Check %s, or give those hosts ascend_npu_devices"
+                % (layout, "; ".join("host %s NPUs %s" % (host, ",".join(str(d) for d in left))
+                                     for host, left in idle), sizes)]
+    total = sum(len(devices[n["name"]]) for n in nodes)
+    used = tp * pp * dp
+    if used >= total:
+        return []
+    # Ray places the ranks: which NPUs stay idle is its choice, how many is not.
+    return ["%s uses %d of the cluster's %d NPUs (%s): %d stay idle. Check %s" % (
+        layout, used, total, ", ".join("host %s %d" % (n["name"], len(devices[n["name"]])) for n in nodes),
+        total - used, sizes)]
+
+
 def _serve_argv(settings, node, head, multi_node, local, ranks, world, devices, shared, api_node):
     """The node's serve command, or None when the node serves nothing."""
     launcher, dp = settings["launcher"], settings["data_parallel_size"]
@@ -704,6 +730,8 @@ def make_plan(settings, nodes):
     # Before the preflight detects the devices, an assumed count must not refuse the layout.
     if all(devices.values()) and settings["launcher"] in LAUNCHERS and not (settings["devices_pending"] and assumed):
         _check_capacity(settings, nodes, devices, local, world, check)
+        if settings["idle_warning"] and not check.errors:
+            warnings.extend(_idle(settings, nodes, devices, local, world))
     found, warned = model_shape.problems(settings["model_config"], (tp, pp, ep_size),
                                          _serve_option(settings["serve_options"], "max_model_len"),
                                          settings["extra_env"])

@@ -102,7 +102,7 @@ def test_model_config_dict_wins(module_run, tmp_path):
 def test_warnings_are_returned(module_run, probed, warnings):
     with pytest.raises(Exit) as result:
         module_run({"engine": "vllm-mindspore", "model": "m", "devices_probed": probed,
-                    "nodes": [{"name": "h", "head": True, "node_ip": "192.0.2.1"}]})
+                    "nodes": [{"name": "h", "head": True, "node_ip": "192.0.2.1", "npus_per_node": 1}]})
     assert result.value.args[0]["plan_warnings"] == warnings
 
 

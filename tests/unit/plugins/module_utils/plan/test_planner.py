@@ -913,3 +913,32 @@ def test_the_plan_names_the_config_directory_its_shared_files_and_the_python_env
 ])
 def test_paths_that_are_not_absolute_directories_are_refused(key, value, message):
     assert errors(**{key: value}) == [message]
+
+
+# --- NPUs a layout leaves idle ----------------------------------------------------
+
+# devices_probed=False: no "not detected" warning beside (the nodes' counts are ascend_npus_per_node's here).
+SIZES = "Check ascend_tensor_parallel_size, ascend_pipeline_parallel_size, ascend_data_parallel_size"
+
+
+def test_a_layout_that_leaves_npus_idle_is_warned_about_naming_them():
+    # The new user's typo: ascend_tensor_paralel_size was refused; a plain TP 1 x PP 2 over Ray would have been this.
+    assert plan(devices_probed=False, launcher="ray", pipeline_parallel_size=2)["warnings"] == [
+        "TP 1 x PP 2 x DP 1 uses 2 of the cluster's 16 NPUs (host h 8, host w 8): 14 stay idle. " + SIZES]
+    # Under mp each node's DP ranks take its lowest NPUs: the rest are named.
+    assert plan(devices_probed=False, launcher="mp", tensor_parallel_size=2, data_parallel_size=2)["warnings"] == [
+        "TP 2 x PP 1 x DP 2 leaves NPUs idle: host h NPUs 2,3,4,5,6,7; host w NPUs 2,3,4,5,6,7. " + SIZES
+        + ", or give those hosts ascend_npu_devices"]
+    idle_on_w = [node("h", "10.0.0.1", head=True, npus_per_node=4), node("w", "10.0.0.2", npus_per_node=8)]
+    found = plan(idle_on_w, devices_probed=False, launcher="mp", tensor_parallel_size=4, data_parallel_size=2)
+    assert found["warnings"] == [
+        "TP 4 x PP 1 x DP 2 leaves NPUs idle: host w NPUs 4,5,6,7. " + SIZES + ", or give those hosts "
+        "ascend_npu_devices"]
+
+
+def test_a_layout_that_uses_every_npu_is_not_warned_about():
+    full = plan(devices_probed=False, launcher="ray", tensor_parallel_size=8, pipeline_parallel_size=2)
+    assert full["warnings"] == []
+    assert plan(devices_probed=False, launcher="mp", tensor_parallel_size=4, data_parallel_size=4)["warnings"] == []
+    # Before the preflight detects the devices an assumed count says nothing.
+    assert plan(devices_probed=False, launcher="ray", devices_pending=True)["warnings"] == []
