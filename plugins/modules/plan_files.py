@@ -76,6 +76,12 @@ written:
   type: list
   elements: str
   sample: [plan/node1.json]
+summary:
+  description: What C(playbooks/plan.yml) shows of the plan, in lines of at most 100 columns where words allow -
+    per node the environment and the commands (with shell continuations), the model checks, the router; for several
+    instances, each one's nodes and the ports each host listens on.
+  returned: always
+  type: str
 layout:
   description: The layout as text, a table per node (every NPU's DP rank, PP stage, TP rank and EP group), as
     C(layout.svg) draws it.
@@ -88,6 +94,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.inference.plugins.module_utils.plan.layout_picture import render_text
 from ansible_collections.ascend.inference.plugins.module_utils.plan.documents import node_documents
+from ansible_collections.ascend.inference.plugins.module_utils.plan import summary
 
 
 def _current(path):
@@ -135,7 +142,8 @@ def main():
                 module.atomic_move(tmp, path)
         if os.path.exists(path) and module.set_mode_if_different(path, module.params["mode"], False):
             mode_changed = True
-    result = {"changed": bool(written) or mode_changed, "written": written, "layout": render_text(plan)}
+    result = {"changed": bool(written) or mode_changed, "written": written, "layout": render_text(plan),
+              "summary": summary.render(plan)}
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -49,3 +50,10 @@ def run_plan(ansible_env, tmp_path):
         return proc, plans
 
     return run
+
+
+def shown(stdout, task="Show the plan"):
+    """The message a debug TASK showed, as its text (the default callback prints it as JSON outside the repository's
+    ansible.cfg)."""
+    block = stdout.split("TASK [%s]" % task)[1].split("\nTASK [")[0]
+    return json.loads(re.search(r'^\s*"msg": (".*")$', block, re.M).group(1))

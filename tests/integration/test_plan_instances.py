@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, REPO
+from conftest import BIN, REPO, shown
 from test_layout_picture import drawn
 
 EXAMPLE = os.path.join(REPO, "inventories", "examples", "11-two-models-router", "hosts")
@@ -40,8 +40,19 @@ def test_example_11_plans_every_instance_on_disjoint_npus_and_ports(run_plan, tm
     assert node1["coder"]["serve_argv"][node1["coder"]["serve_argv"].index("--port") + 1] == "8000"
     assert node1["qwen-a"]["serve_argv"][node1["qwen-a"]["serve_argv"].index("--port") + 1] == "8001"
     assert "ascend-serve-qwen-a.service" in proc.stdout
-    assert ("node1: 8000 coder api_port; 8001 qwen-a api_port; 8080 the router ascend_router_port; 8404 the router "
-            "ascend_router_metrics_port; 29550 coder dp_rpc_port") in proc.stdout
+    text = shown(proc.stdout)
+    listening = text.split("ports each host listens on:")[1]
+    assert [" ".join(line.split()) for line in listening.split("node2")[0].strip().splitlines()] == [
+        "node1", "8000 coder api_port", "8001 qwen-a api_port", "8080 the router ascend_router_port",
+        "8404 the router ascend_router_metrics_port", "29550 coder dp_rpc_port", "60000-60031 coder HCCL_IF_BASE_PORT",
+        "60128-60159 qwen-a HCCL_IF_BASE_PORT"]
+    # coder's DP worker on node2 holds the API and DP RPC numbers (they stay coder's) but listens on neither.
+    assert [" ".join(line.split()) for line in listening.split("node2")[1].split("node3")[0].strip().splitlines()] == [
+        "8001 qwen-b api_port", "60000-60031 coder HCCL_IF_BASE_PORT", "60128-60159 qwen-b HCCL_IF_BASE_PORT"]
+    # The instance view is as complete as the single model's: the environment and the commands of every node.
+    assert "export HCCL_IF_IP=192.0.2.12" in text and "--data-parallel-start-rank 1" in text
+    # Fits a 100-column terminal once Ansible's debug output indents it by 8.
+    assert max(len(line) for line in text.splitlines()) <= 92, text
     assert "instance  coder  coder  coder  coder  qwen-a  qwen-a  qwen-a  qwen-a" in proc.stdout
 
 

@@ -4,7 +4,7 @@ import os
 import re
 import subprocess
 
-from conftest import BIN, REPO
+from conftest import BIN, REPO, shown
 
 REPO_PLAYBOOKS = os.path.join(REPO, "playbooks")
 
@@ -130,11 +130,12 @@ def test_model_config_on_the_controller_is_checked(run_plan, tmp_path):
     assert "ascend_serve_options.max_model_len 8192 is more than the model's 4096" in proc.stdout
     proc = run_plan(write_inventory(tmp_path / "hosts.yml", dict(BASE, ascend_model=str(model),
                                                                  ascend_tensor_parallel_size=4)))[0]
-    assert proc.returncode == 0 and "model: checked against %s" % (model / "config.json") in proc.stdout
+    assert proc.returncode == 0 and "model: checked against %s" % (model / "config.json") in " ".join(
+        shown(proc.stdout).split())
     # A model that is not on the controller: the plan says it did not check, and which variable would let it.
     proc = run_plan(write_inventory(tmp_path / "hosts.yml", BASE))[0]
     assert ("model: not checked against its config.json: /models/qwen is not a directory on the controller; set "
-            "ascend_model_config to a copy of it") in proc.stdout
+            "ascend_model_config to a copy of it") in " ".join(shown(proc.stdout).split())
 
 
 def test_ansible_doc_renders_the_module(ansible_env):

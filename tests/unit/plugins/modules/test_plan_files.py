@@ -11,11 +11,14 @@ import stat
 
 from ansible_collections.ascend.inference.plugins.modules.plan_files import main
 from ansible_collections.ascend.inference.plugins.module_utils.plan.documents import node_documents
+from ansible_collections.ascend.inference.plugins.module_utils.plan.planner import make_plan
 
-CLUSTER = {"head": "h", "node_order": ["h", "w"], "tensor_parallel_size": 1, "pipeline_parallel_size": 1,
-           "data_parallel_size": 2, "model": "m", "engine": "vllm-ascend", "launcher": "mp"}
-PLAN = {"cluster": CLUSTER, "nodes": {"h": {"role": "head", "node_ip": "192.0.2.1", "visible_devices": [0]},
-                                      "w": {"role": "worker", "node_ip": "192.0.2.2", "visible_devices": [0]}}}
+# A plan as the planner makes it: what the files hold and what plan.yml shows come from the same result.
+_PLANNED = make_plan({"engine": "vllm-ascend", "model": "m", "launcher": "mp", "data_parallel_size": 2},
+                     [{"name": "h", "head": True, "node_ip": "192.0.2.1", "npus_per_node": 1},
+                      {"name": "w", "node_ip": "192.0.2.2", "npus_per_node": 1}])
+CLUSTER = _PLANNED["cluster"]
+PLAN = {"cluster": CLUSTER, "nodes": _PLANNED["nodes"]}
 
 
 def test_writes_one_file_per_node_then_nothing(run_module, tmp_path):
@@ -27,6 +30,8 @@ def test_writes_one_file_per_node_then_nothing(run_module, tmp_path):
     assert stat.S_IMODE(os.stat(str(target / "h.json")).st_mode) == 0o644
     second = run_module(main, {"path": str(target), "plan": PLAN})
     assert not second.result["changed"] and second.result["written"] == []
+    # What plan.yml shows: each node's commands.
+    assert "serve: vllm serve m --headless --tensor-parallel-size 1 --data-parallel-size 2" in first.result["summary"]
 
 
 def test_rewrites_only_the_node_that_changed(run_module, tmp_path):
