@@ -140,8 +140,9 @@ def instances(plan):
             found = entry["pools"][pool]
             pools.append("%s %s on %s, KV ports %s-%s" % (pool, found["instance"], ", ".join(found["hosts"]),
                                                           found["kv_port"], found["kv_port"] + found["kv_ports"] - 1))
-        out += ["", prose("prefill/decode %s (%s): %s; %s" % (name, entry["served_model_name"], entry["connector"],
-                                                               "; ".join(pools)))]
+        heading = "prefill/decode %s (%s): %s; %s" % (name, entry["served_model_name"], entry["connector"],
+                                                      "; ".join(pools))
+        out += ["", prose(heading)]
         proxy = entry["proxy"]
         out.append(wrap_command(shlex.split(proxy["command"]), "  proxy %s on %s:%s: " % (
             proxy["unit"], proxy["host"], proxy["port"]), "      ") if proxy.get("command") else "  proxy %s on %s:%s"

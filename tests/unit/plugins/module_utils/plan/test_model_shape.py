@@ -28,11 +28,12 @@ def test_rope_scaling_leaves_the_limit_unknown():
     assert model_shape.context_limit(dict(QWEN72B, rope_parameters={"rope_type": "default", "rope_theta": 1e6})) == (
         32768, "max_position_embeddings")
     # One set per layer type (Gemma 3's sliding and full attention).
-    assert model_shape.context_limit(dict(QWEN72B, rope_parameters={"full_attention": {"rope_type": "default"}})) is None
+    per_layer_type = {"full_attention": {"rope_type": "default"}}
+    assert model_shape.context_limit(dict(QWEN72B, rope_parameters=per_layer_type)) is None
 
 
 def test_a_longer_max_model_len_is_refused_unless_vllm_is_told_to_allow_it():
-    found, _ = model_shape.problems(QWEN72B, (8, 1, None), 65536, {})
+    found = model_shape.problems(QWEN72B, (8, 1, None), 65536, {})[0]
     assert found == ["ascend_serve_options.max_model_len 65536 is more than the model's 32768 "
                      "(max_position_embeddings in config.json): vLLM refuses to start; lower it, or set "
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in ascend_extra_env if the model is known to hold it"]
@@ -45,6 +46,6 @@ def test_a_longer_max_model_len_is_refused_unless_vllm_is_told_to_allow_it():
 
 def test_a_multimodal_models_text_config_is_read():
     config = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "text_config": QWEN72B}
-    found, _ = model_shape.problems(config, (3, 1, None), 65536, {})
+    found = model_shape.problems(config, (3, 1, None), 65536, {})[0]
     assert [problem.split(" ")[0] for problem in found] == ["ascend_tensor_parallel_size"] * 2 + [
         "ascend_serve_options.max_model_len"]
