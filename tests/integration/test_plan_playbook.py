@@ -4,6 +4,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import BIN, REPO, shown
 
 REPO_PLAYBOOKS = os.path.join(REPO, "playbooks")
@@ -227,6 +229,21 @@ def test_an_inventory_no_plugin_reads_fails_under_the_repositorys_ansible_cfg(an
                           check=False, env=dict(ansible_env, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")))
     assert proc.returncode != 0, proc.stdout[-3000:]
     assert "Completely failed to parse inventory source" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("playbook", ["playbooks/plan.yml", "deploy.yml"])
+def test_an_inventory_without_a_cluster_fails_instead_of_doing_nothing(ansible_env, tmp_path, playbook):
+    # A misspelt group: every play on ascend_cluster matched no host, and the run "succeeded" (rc 0).
+    inventory = tmp_path / "hosts"
+    inventory.write_text("[ascend_clusters:children]\nascend_head\n[ascend_head]\nnode1 ansible_host=192.0.2.11\n")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), os.path.join(REPO, playbook), "-i", str(inventory)],
+                          cwd=str(tmp_path), env=ansible_env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert ("No host is in group ascend_cluster in the inventory (%s): nothing would be planned or deployed. It needs "
+            "ascend_cluster with the children ascend_head (one host) and ascend_workers; the groups found are: "
+            "ascend_clusters, ascend_head (no group ascend_cluster: a misspelt name?)." % inventory) in " ".join(
+                proc.stdout.replace("\\n", " ").split()), proc.stdout[-3000:]
 
 
 def test_a_head_that_is_also_a_worker_is_refused(run_plan, tmp_path):
