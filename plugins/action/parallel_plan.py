@@ -18,7 +18,7 @@ from ansible_collections.ascend.inference.plugins.module_utils.node import etc_h
 from ansible_collections.ascend.inference.plugins.module_utils.plan import (
     input_rules, nodes as plan_nodes, preflight_checks, reports)
 from ansible_collections.ascend.inference.plugins.module_utils.plan.request import ARGUMENT_SPEC, answer
-from ansible_collections.ascend.inference.plugins.plugin_utils import inventory
+from ansible_collections.ascend.inference.plugins.plugin_utils import deploy_settings, inventory
 from ansible_collections.ascend.inference.plugins.plugin_utils.phases.node import APPLIED
 
 display = Display()
@@ -97,6 +97,13 @@ class ActionModule(ActionBase):
                 result["msg"] = "without %s (node=%s), the cluster cannot be planned: %s" % (
                     removed, removed, result["msg"])
             return result
+        if from_inventory:
+            # What a later phase would refuse of the roles' settings, refused before any node is touched.
+            kept = dict((key, result[key]) for key in ("cluster", "router", "monitoring") if key in result)
+            problems = deploy_settings.problems(task_vars.get("hostvars") or {}, kept)
+            if problems:
+                result.update(failed=True, msg="\n- ".join(["the roles' settings:"] + problems))
+                return result
         result["warnings"] = result.get("warnings", []) + list(result["plan_warnings"])
         if check_nodes:
             # A plan of instances is judged with each instance's ports and model.

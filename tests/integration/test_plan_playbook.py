@@ -268,3 +268,28 @@ def test_json_cut_by_key_value_extra_vars_says_how_to_pass_it(run_plan, tmp_path
     assert proc.returncode != 0
     assert ("ascend_serve_options must be a mapping (found '{\"max_model_len\":', text): -e NAME=VALUE ends the value "
             "at its first space" in proc.stdout), proc.stdout[-3000:]
+
+
+# One inventory mistake per rule of plugins/plugin_utils/deploy_settings.py (RULES): what a later phase of the deploy
+# would refuse, refused by plan.yml (and so by the deploy's first plan) before any node is touched.
+SETTING_REFUSALS = {
+    "npu_exporter": ({"ascend_npu_exporter": "true"},
+                     "ascend_npu_exporter is true but npu_exporter_binary is not set for node1"),
+    "router": ({"router_client_keys": "[' padded ']"},
+               "router_client_keys on host node1 must be a list of keys, each text without surrounding spaces"),
+    "serve": ({"serve_watchdog_interval": 0}, "node1: serve_watchdog_interval must be at least 1, not 0"),
+}
+
+
+def test_every_rule_of_the_roles_settings_has_a_case():
+    with open(os.path.join(REPO, "plugins", "plugin_utils", "deploy_settings.py")) as handle:
+        rules = re.search(r"^RULES = \{(.*)\}$", handle.read(), re.M).group(1)
+    assert sorted(re.findall(r'"(\w+)":', rules)) == sorted(SETTING_REFUSALS)
+
+
+@pytest.mark.parametrize("rule", sorted(SETTING_REFUSALS))
+def test_what_a_later_phase_would_refuse_is_refused_by_the_plan(run_plan, tmp_path, rule):
+    variables, sentence = SETTING_REFUSALS[rule]
+    proc, plans = run_plan(write_inventory(tmp_path / "hosts.yml", dict(BASE, **variables)))
+    assert proc.returncode != 0 and plans == {}
+    assert "the roles' settings:" in proc.stdout and sentence in proc.stdout, proc.stdout[-3000:]

@@ -40,6 +40,23 @@ def leftovers(plan):
     return ["%s/%s" % (plan["cluster"]["unit_dir"], unit_names.NPU_EXPORTER)]
 
 
+def settings_problems(host, binary, extra_args):
+    """What is wrong with a node's exporter settings, from the inventory alone (plan.yml refuses it too)."""
+    if not binary:
+        return ["ascend_npu_exporter is true but npu_exporter_binary is not set for %s: give the path of Huawei's "
+                "npu-exporter program on the controller (from Ascend-mindxdl-npu-exporter_VERSION_linux-ARCH.zip)"
+                % host]
+    problems = []
+    if not os.path.isfile(binary):
+        problems.append("npu_exporter_binary for %s is %s, which is not a file on the controller" % (host, binary))
+    for arg in extra_args or []:
+        name = str(arg).lstrip("-").split("=", 1)[0]
+        if name in ("port", "ip", "logFile"):
+            problems.append("npu_exporter_extra_args on %s sets -%s, which the collection sets from the plan "
+                            "(ascend_npu_exporter_port, the node's address)" % (host, name))
+    return problems
+
+
 def desired(node, settings):
     """settings: binary (Huawei's program on the controller), program (where it goes on the node), extra_args (more
     flags)."""
@@ -53,18 +70,9 @@ def desired(node, settings):
         return {"apply": {"units": [{"name": unit, "file": unit_path, "state": "absent"}],
                           "absent": [unit_path, settings["program"]]},
                 "record": {"enabled": False}}
-    if not settings["binary"]:
-        raise Refused("ascend_npu_exporter is true but npu_exporter_binary is not set for %s: give the path of Huawei's "
-                      "npu-exporter program on the controller (from Ascend-mindxdl-npu-exporter_VERSION_linux-ARCH.zip)"
-                      % node.host)
-    if not os.path.isfile(settings["binary"]):
-        raise Refused("npu_exporter_binary for %s is %s, which is not a file on the controller"
-                      % (node.host, settings["binary"]))
-    for arg in settings["extra_args"] or []:
-        name = str(arg).lstrip("-").split("=", 1)[0]
-        if name in ("port", "ip", "logFile"):
-            raise Refused("npu_exporter_extra_args on %s sets -%s, which the collection sets from the plan "
-                          "(ascend_npu_exporter_port, the node's address)" % (node.host, name))
+    problems = settings_problems(node.host, settings["binary"], settings["extra_args"])
+    if problems:
+        raise Refused("; ".join(problems))
     address = exporter["addresses"][node.host]
     try:
         exec_start = systemd.command_line(argv(settings["program"], address, exporter["port"],

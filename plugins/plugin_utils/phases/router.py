@@ -46,15 +46,25 @@ def leftovers(plan):
 
 def client_keys(node):
     """The keys clients present: router_client_keys, else the engines' own key (clients keep the key they had)."""
-    keys = node.var("router_client_keys", None)
-    if keys is None:
-        engine = node.var("ascend_api_key", None)
-        keys = [engine] if engine else []
-    well_formed = all(isinstance(k, str) and k and k.strip() == k and "\n" not in k for k in keys or [])
-    if not isinstance(keys, list) or not well_formed:
-        raise Refused("router_client_keys on host %s must be a list of keys, each text without surrounding spaces "
-                      "or line breaks" % node.host)
+    keys, problem = client_keys_of(node.host, node.var)
+    if problem:
+        raise Refused(problem)
     return keys
+
+
+def client_keys_of(host, var):
+    """(the client keys of router host HOST, what is wrong with them or None); VAR(name, default) reads a variable.
+    plan.yml judges them too, from the inventory."""
+    keys = var("router_client_keys", None)
+    if keys is None:
+        engine = var("ascend_api_key", None)
+        keys = [engine] if engine else []
+    well_formed = isinstance(keys, list) and all(
+        isinstance(k, str) and k and k.strip() == k and "\n" not in k for k in keys)
+    if not well_formed:
+        return keys, ("router_client_keys on host %s must be a list of keys, each text without surrounding spaces or "
+                      "line breaks" % host)
+    return keys, None
 
 
 def models_answer(router):

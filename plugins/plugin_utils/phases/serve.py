@@ -133,6 +133,16 @@ def unit_values(node, settings, serve_program, serve_env):
     }
 
 
+WATCHDOG_COUNTS = ("interval", "probe_timeout", "failures")
+
+
+def watchdog_problems(host, settings):
+    """The watchdog's counts below 1 on HOST (SETTINGS: watchdog_interval, ...), from the inventory alone (plan.yml
+    refuses them too)."""
+    return ["%s: serve_watchdog_%s must be at least 1, not %s" % (host, key, settings["watchdog_" + key])
+            for key in WATCHDOG_COUNTS if settings["watchdog_" + key] < 1]
+
+
 def watchdog_config(plan, host, settings):
     """What the serve watchdog of HOST watches (roles/serve/files/serve-watchdog.py), or None where none is needed.
     An engine that spans nodes does not put itself back together after a node restarts: under mp, vLLM's
@@ -141,9 +151,9 @@ def watchdog_config(plan, host, settings):
     cluster = plan["cluster"]
     if not settings.get("watchdog_enabled", True) or not watched(cluster):
         return None
-    for key in ("interval", "probe_timeout", "failures"):
-        if settings["watchdog_" + key] < 1:
-            raise Refused("%s: serve_watchdog_%s must be at least 1, not %s" % (host, key, settings["watchdog_" + key]))
+    problems = watchdog_problems(host, settings)
+    if problems:
+        raise Refused("; ".join(problems))
     nodes = plan["nodes"]
     head = nodes[cluster["head"]]
     # Under Ray, Ray places the ranks: the probe names no node.
