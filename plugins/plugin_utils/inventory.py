@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import functools
 import glob
 import os
 
@@ -32,8 +33,10 @@ RESULTS = ("ascend_plan", "ascend_applied")
 PLAYBOOK_VARIABLES = {"ascend_plan_dir": "playbooks/plan.yml", "ascend_bundle_dir": "playbooks/collect.yml"}
 
 
+@functools.lru_cache(maxsize=None)
 def role_options():
-    """{variable: argument-spec option} over every entry point of every role, the plan role's first."""
+    """{variable: argument-spec option} over every entry point of every role, the plan role's first. Read once per
+    process (the specs are the collection's files; a plan asks for them several times); callers only read it."""
     options = {}
     for path in [PLAN_SPEC] + sorted(glob.glob(os.path.join(ROLES, "*", "meta", "argument_specs.yml"))):
         with open(path) as handle:

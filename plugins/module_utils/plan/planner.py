@@ -366,7 +366,7 @@ def _user_options(options, release, check):
     table = release["options"] if release else {}
     normalised = {}
     for key in sorted(options):
-        name = str(key).lstrip("-").replace("-", "_")
+        name = _option_name(key)
         if name in OWNED_OPTIONS:
             check.fail("ascend_serve_options.%s is set by the planner; use %s instead", key, OWNED_OPTIONS[name])
         elif name in LAYOUT_OPTIONS:
@@ -390,10 +390,15 @@ def _user_options(options, release, check):
     return everywhere, api_node
 
 
+def _option_name(key):
+    """An ascend_serve_options key as vLLM's option name (--max-model-len, max-model-len: max_model_len)."""
+    return str(key).lstrip("-").replace("-", "_")
+
+
 def _serve_option(options, name):
-    """The value ascend_serve_options gives option NAME under any of its spellings (max-model-len, --max_model_len)."""
+    """The value ascend_serve_options gives option NAME under any of its spellings."""
     for key, value in (options or {}).items():
-        if str(key).lstrip("-").replace("-", "_") == name:
+        if _option_name(key) == name:
             return value
     return None
 

@@ -161,10 +161,10 @@ def instances(plan):
         out.append(prose("no router (ascend_router_enabled: false): each instance on its own API port, members "
                          "only"))
     out += ["", "ports each host listens on:"]
-    for host, spans in sorted(listening(plan).items(), key=lambda item: plan["cluster"]["node_order"].index(
-            item[0])):
+    listened = listening(plan)
+    for host in plan["cluster"]["node_order"]:
         out.append("  " + host)
-        for span in spans:
+        for span in listened[host]:
             ports = str(span["port"]) if span["count"] == 1 else "%d-%d" % (
                 span["port"], span["port"] + span["count"] - 1)
             out.append("    %-12s %s %s" % (ports, span["owner"], span["what"]))
